@@ -1,0 +1,1 @@
+"""Evaluation suites, metrics, reports and release gates; also load and latency benchmarks."""

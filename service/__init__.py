@@ -1,0 +1,1 @@
+"""Ragline: a low-latency, multi-tenant, permission-aware RAG answer service."""

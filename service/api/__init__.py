@@ -1,0 +1,1 @@
+"""HTTP transport: route handlers adapt HTTP to the pipeline and nothing more."""

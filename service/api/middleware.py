@@ -1,0 +1,44 @@
+"""Request ids: every request gets one (or keeps a sane incoming `X-Request-ID`), every response
+carries it, and handlers find it in `scope["state"]["request_id"]`.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from typing import Any
+
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
+
+_SANE = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
+
+
+def new_request_id() -> str:
+    return secrets.token_hex(8)
+
+
+class RequestIdMiddleware:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":  # type: ignore[comparison-overlap]
+            await self.app(scope, receive, send)
+            return
+        incoming = ""
+        for name, value in scope.get("headers", []):
+            if name == b"x-request-id":
+                incoming = value.decode("latin-1")
+        rid = incoming if _SANE.match(incoming) else new_request_id()
+        state: dict[str, Any] = scope.setdefault("state", {})
+        state["request_id"] = rid
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                if not any(k.lower() == b"x-request-id" for k, _ in headers):
+                    headers.append((b"x-request-id", rid.encode()))
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, send_with_id)

@@ -1,0 +1,129 @@
+"""Route handlers: authenticate, decode, call the pipeline, encode. No pipeline logic here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from collections.abc import AsyncIterator
+
+import msgspec
+from litestar import Request, Response, get, post
+from litestar.datastructures import State
+from litestar.response import Stream
+
+from service.api.auth import authenticate
+from service.api.body import read_json
+from service.api.schemas import AnswerRequest, AnswerResponse, SearchRequest, SearchResponse
+from service.api.sse import SSE_HEADERS, encode_event
+from service.errors import InvalidRequest
+from service.index.filters import parse_filters
+from service.pipeline.budget import Budget
+from service.pipeline.events import Done, Error, Event, Sources, Token
+from service.runtime import Runtime
+
+AnyRequest = Request[Any, Any, Any]
+
+
+def _rid(request: AnyRequest) -> str:
+    return str(request.scope["state"]["request_id"])
+
+
+def _top_k(rt: Runtime, asked: int | None) -> int:
+    r = rt.settings.retrieval
+    if asked is not None and asked > r.max_top_k:
+        raise InvalidRequest(f"top_k: at most {r.max_top_k}", code="invalid_body")
+    return asked or r.top_k
+
+
+async def _sse(events: AsyncIterator[Event]) -> AsyncIterator[bytes]:
+    async for event in events:
+        yield encode_event(event)
+
+
+@post("/v1/answer", status_code=200)
+async def answer(request: AnyRequest, state: State) -> Response[bytes] | Stream:
+    rt: Runtime = state.runtime
+    principal = await authenticate(request, rt, state.key_cache, "query")
+    body = await read_json(request, AnswerRequest, rt.settings.server.max_body_bytes)
+    filters = parse_filters(body.filters, rt.settings.retrieval.metadata_fields)
+    prepared = await rt.pipeline.prepare(
+        principal,
+        body.query,
+        filters=filters,
+        top_k=_top_k(rt, body.top_k),
+        max_tokens=min(body.max_tokens or rt.settings.generator.max_tokens, 4096),
+        request_id=_rid(request),
+    )
+    if body.stream:
+        return Stream(
+            _sse(rt.pipeline.events(prepared)), media_type="text/event-stream", headers=SSE_HEADERS
+        )
+    done: Done | None = None
+    sources = prepared.sources
+    async for event in rt.pipeline.events(prepared):
+        if isinstance(event, Error):
+            from service.errors import UpstreamError
+
+            raise UpstreamError(event.message, code=event.code)
+        if isinstance(event, Sources):
+            sources = event.sources
+        elif isinstance(event, Done):
+            done = event
+        elif isinstance(event, Token):
+            continue
+    assert done is not None
+    out = AnswerResponse(
+        request_id=prepared.request_id,
+        cache=prepared.cache,
+        sources=sources,
+        answer=done.answer,
+        citations=done.citations,
+        usage=done.usage,
+        timings_ms=done.timings_ms,
+        degraded=done.degraded,
+    )
+    return Response(msgspec.json.encode(out), media_type="application/json")
+
+
+@post("/v1/search", status_code=200)
+async def search(request: AnyRequest, state: State) -> Response[bytes]:
+    rt: Runtime = state.runtime
+    principal = await authenticate(request, rt, state.key_cache, "query")
+    body = await read_json(request, SearchRequest, rt.settings.server.max_body_bytes)
+    filters = parse_filters(body.filters, rt.settings.retrieval.metadata_fields)
+    budget = Budget(rt.settings.budget.ttft_ms)
+    hits = await rt.retriever.retrieve(
+        principal, body.query, filters=filters, top_k=_top_k(rt, body.top_k), budget=budget
+    )
+    out = SearchResponse(
+        request_id=_rid(request),
+        results=hits,
+        timings_ms=dict(budget.timings_ms, total=round(budget.elapsed_ms(), 3)),
+        degraded=budget.degraded,
+    )
+    return Response(msgspec.json.encode(out), media_type="application/json")
+
+
+@get("/healthz")
+async def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@get("/readyz")
+async def readyz(state: State) -> Response[bytes]:
+    rt: Runtime = state.runtime
+    checks: dict[str, bool] = {"embedder": rt.embedder is not None}
+    try:
+        async with rt.pool.acquire(timeout=1) as conn:
+            checks["database"] = await conn.fetchval("SELECT 1") == 1
+    except Exception:
+        checks["database"] = False
+    checks["index"] = await rt.index.healthy()
+    ready = all(checks.values())
+    body = {"status": "ready" if ready else "not_ready", "checks": checks}
+    return Response(
+        msgspec.json.encode(body),
+        status_code=200 if ready else 503,
+        media_type="application/json",
+        headers={} if ready else {"Retry-After": "2"},
+    )

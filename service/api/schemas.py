@@ -1,0 +1,57 @@
+"""Request and response bodies of the HTTP API (ARCHITECTURE §5)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+
+from service.index.protocol import Hit
+from service.pipeline.events import Source, Usage
+
+Query = Annotated[str, msgspec.Meta(min_length=1, max_length=4000)]
+TopK = Annotated[int, msgspec.Meta(ge=1, le=100)]
+MaxTokens = Annotated[int, msgspec.Meta(ge=1, le=4096)]
+
+
+class AnswerRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    query: Query
+    filters: dict[str, Any] | None = None
+    top_k: TopK | None = None
+    stream: bool = True
+    max_tokens: MaxTokens | None = None
+
+
+class SearchRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    query: Query
+    filters: dict[str, Any] | None = None
+    top_k: TopK | None = None
+
+
+class AnswerResponse(msgspec.Struct, kw_only=True):
+    request_id: str
+    cache: str
+    sources: list[Source]
+    answer: str
+    citations: list[str]
+    usage: Usage
+    timings_ms: dict[str, float]
+    degraded: list[str]
+
+
+class SearchResponse(msgspec.Struct, kw_only=True):
+    request_id: str
+    results: list[Hit]
+    timings_ms: dict[str, float]
+    degraded: list[str]
+
+
+class Problem(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """RFC 9457 problem details, with Ragline's stable `code` and the request id."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    code: str
+    request_id: str = ""

@@ -1,0 +1,206 @@
+"""The `ragline` command. Sub-commands of other packages (index, eval, bench) plug in through the
+`ragline.commands` entry-point group, so `service` imports neither `indexing` nor `evals`.
+
+Exit codes: 0 ok, 1 failure, 2 bad usage, 3 a quality or latency gate not met.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from importlib.metadata import entry_points
+from typing import Any
+
+import msgspec
+
+from service.config import ConfigError, Settings, load_settings
+from service.errors import RaglineError
+
+Command = Callable[[argparse.Namespace, Settings], int]
+
+
+def emit(data: Any, as_json: bool, render: Callable[[Any], object] | None = None) -> None:
+    if as_json or render is None:
+        sys.stdout.write(msgspec.json.encode(data).decode() + "\n")
+    else:
+        render(data)
+
+
+def run_async(fn: Callable[[], Awaitable[int]]) -> int:
+    return asyncio.run(fn())  # type: ignore[arg-type]
+
+
+async def with_pool(settings: Settings, fn: Callable[[Any], Awaitable[int]]) -> int:
+    from service.db.pool import open_pool
+
+    pool = await open_pool(settings)
+    try:
+        async with pool.acquire() as conn:
+            return await fn(conn)
+    finally:
+        await pool.close()
+
+
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    import uvicorn
+
+    from service.app import create_app
+    from service.runtime import limit_native_threads
+
+    limit_native_threads(settings.embedder.threads)
+    host = args.host or settings.server.host
+    port = args.port or settings.server.port
+    print(f"Ragline serving on http://{host}:{port}", flush=True)
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="warning", access_log=False)
+    return 0
+
+
+def cmd_tenants_create(args: argparse.Namespace, settings: Settings) -> int:
+    from service.db.tenants import create_tenant
+
+    async def go(conn: Any) -> int:
+        created = await create_tenant(conn, args.tenant)
+        emit(
+            {"tenant": args.tenant, "created": created},
+            args.json,
+            lambda d: print(f"tenant {d['tenant']} {'created' if d['created'] else 'exists'}"),
+        )
+        return 0
+
+    return run_async(lambda: with_pool(settings, go))
+
+
+def cmd_tenants_ls(args: argparse.Namespace, settings: Settings) -> int:
+    from service.db.tenants import list_tenants
+
+    async def go(conn: Any) -> int:
+        rows = [
+            {"tenant": r["tenant_id"], "index_version": r["index_version"]}
+            for r in await list_tenants(conn)
+        ]
+        emit(rows, args.json, lambda d: [print(f"{r['tenant']}\t{r['index_version']}") for r in d])
+        return 0
+
+    return run_async(lambda: with_pool(settings, go))
+
+
+def cmd_keys_create(args: argparse.Namespace, settings: Settings) -> int:
+    from service.db.keys import create_key
+
+    async def go(conn: Any) -> int:
+        key = await create_key(
+            conn,
+            tenant_id=args.tenant,
+            user_id=args.user,
+            groups=args.group or [],
+            scopes=args.scope or ["query"],
+        )
+
+        def show(k: Any) -> None:
+            print(f"key id: {k.key_id}  tenant: {k.tenant_id}  user: {k.user_id}")
+            print(f"groups: {', '.join(k.groups) or '-'}  scopes: {', '.join(k.scopes)}")
+            print(f"API key (shown once, store it now): {k.key}")
+
+        emit(key, args.json, show)
+        return 0
+
+    return run_async(lambda: with_pool(settings, go))
+
+
+def cmd_keys_revoke(args: argparse.Namespace, settings: Settings) -> int:
+    from service.db.keys import revoke_key
+
+    async def go(conn: Any) -> int:
+        ok = await revoke_key(conn, args.key_id)
+        print(f"key {args.key_id} {'revoked' if ok else 'not found or already revoked'}")
+        return 0 if ok else 1
+
+    return run_async(lambda: with_pool(settings, go))
+
+
+def cmd_keys_ls(args: argparse.Namespace, settings: Settings) -> int:
+    from service.db.keys import list_keys
+
+    async def go(conn: Any) -> int:
+        rows = [
+            {
+                "key_id": r["key_id"],
+                "tenant": r["tenant_id"],
+                "user": r["user_id"],
+                "groups": r["groups"],
+                "scopes": r["scopes"],
+                "revoked": r["revoked_at"] is not None,
+            }
+            for r in await list_keys(conn, args.tenant)
+        ]
+        emit(rows, args.json, lambda d: [print("\t".join(str(v) for v in r.values())) for r in d])
+        return 0
+
+    return run_async(lambda: with_pool(settings, go))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ragline", description=__doc__.split("\n")[0])
+    parser.add_argument("--config", help="TOML settings file (also RAGLINE_CONFIG)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the HTTP API")
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+    serve.set_defaults(func=cmd_serve)
+
+    tenants = sub.add_parser("tenants", help="manage tenants").add_subparsers(
+        dest="sub", required=True
+    )
+    t_create = tenants.add_parser("create", help="create a tenant")
+    t_create.add_argument("tenant")
+    t_create.add_argument("--json", action="store_true")
+    t_create.set_defaults(func=cmd_tenants_create)
+    t_ls = tenants.add_parser("ls", help="list tenants")
+    t_ls.add_argument("--json", action="store_true")
+    t_ls.set_defaults(func=cmd_tenants_ls)
+
+    keys = sub.add_parser("keys", help="manage API keys").add_subparsers(dest="sub", required=True)
+    k_create = keys.add_parser("create", help="create a key (printed once)")
+    k_create.add_argument("--tenant", required=True)
+    k_create.add_argument("--user", required=True)
+    k_create.add_argument("--group", action="append", help="repeatable")
+    k_create.add_argument("--scope", action="append", choices=["query", "index", "admin"])
+    k_create.add_argument("--json", action="store_true")
+    k_create.set_defaults(func=cmd_keys_create)
+    k_ls = keys.add_parser("ls", help="list keys (never the keys themselves)")
+    k_ls.add_argument("--tenant")
+    k_ls.add_argument("--json", action="store_true")
+    k_ls.set_defaults(func=cmd_keys_ls)
+    k_rev = keys.add_parser("revoke", help="revoke a key by id")
+    k_rev.add_argument("key_id")
+    k_rev.set_defaults(func=cmd_keys_revoke)
+
+    for ep in entry_points(group="ragline.commands"):
+        ep.load()(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        settings = load_settings(args.config)
+    except ConfigError as exc:
+        print(f"ragline: configuration error: {exc}", file=sys.stderr)
+        return 2
+    func: Command = args.func
+    try:
+        return func(args, settings)
+    except RaglineError as exc:
+        print(f"ragline: {exc.message}", file=sys.stderr)
+        return 2 if exc.status in (404, 422) else 1
+    except KeyboardInterrupt:
+        print("ragline: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

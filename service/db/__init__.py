@@ -1,0 +1,1 @@
+"""PostgreSQL: the system of record (tenants, keys, documents, runs, usage)."""

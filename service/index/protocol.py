@@ -1,0 +1,122 @@
+"""The vector-index contract (ARCHITECTURE §3): chunks in, tenant- and ACL-filtered hits out."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol
+
+import msgspec
+
+from service.text.bm25 import SparseVec
+
+_POINT_NS = uuid.UUID("6f1c3c1e-7b0a-4d59-9a53-2f8f6b1f0a11")
+
+SearchMode = Literal["hybrid", "dense", "sparse"]
+
+
+def point_id(tenant_id: str, doc_id: str, chunk_ix: int) -> str:
+    """The point id of a chunk: a UUID derived from (tenant_id, doc_id, chunk_ix)."""
+    return str(uuid.uuid5(_POINT_NS, f"{tenant_id}\x00{doc_id}\x00{chunk_ix}"))
+
+
+class Chunk(msgspec.Struct, kw_only=True):
+    """One chunk to store, with its vectors and payload."""
+
+    tenant_id: str
+    doc_id: str
+    chunk_ix: int
+    text: str
+    title: str = ""
+    source_uri: str = ""
+    lang: str = ""
+    acl: list[str]
+    doc_version: int = 1
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+    dense: list[float]
+    sparse: SparseVec
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            **self.metadata,
+            "tenant_id": self.tenant_id,
+            "doc_id": self.doc_id,
+            "chunk_ix": self.chunk_ix,
+            "acl": list(self.acl),
+            "title": self.title,
+            "text": self.text,
+            "source_uri": self.source_uri,
+            "lang": self.lang,
+            "doc_version": self.doc_version,
+        }
+
+
+class Hit(msgspec.Struct, kw_only=True):
+    """One retrieved chunk."""
+
+    id: str
+    doc_id: str
+    chunk_ix: int
+    score: float
+    text: str
+    title: str = ""
+    source_uri: str = ""
+    lang: str = ""
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class SearchQuery(msgspec.Struct, kw_only=True):
+    """A bounded search inside one tenant, pre-filtered by the principal's identities."""
+
+    tenant_id: str
+    identities: frozenset[str]
+    dense: list[float] | None = None
+    sparse: SparseVec | None = None
+    limit: int = 10
+    prefetch: int = 50
+    filter: Any = None  # a service.index.filters.FilterSpec, or None
+    dense_weight: float = 1.0
+    sparse_weight: float = 1.0
+
+
+RESERVED_PAYLOAD = frozenset(
+    {"tenant_id", "doc_id", "chunk_ix", "acl", "title", "text", "source_uri", "lang", "doc_version"}
+)
+
+
+def hit_from_payload(pid: Any, score: float, payload: dict[str, Any]) -> Hit:
+    return Hit(
+        id=str(pid),
+        doc_id=payload["doc_id"],
+        chunk_ix=int(payload["chunk_ix"]),
+        score=float(score),
+        text=payload.get("text", ""),
+        title=payload.get("title", ""),
+        source_uri=payload.get("source_uri", ""),
+        lang=payload.get("lang", ""),
+        metadata={k: v for k, v in payload.items() if k not in RESERVED_PAYLOAD},
+    )
+
+
+class VectorIndex(Protocol):
+    """Every backend passes the same contract tests (tests/integration/test_index_contract.py)."""
+
+    async def upsert(self, chunks: Sequence[Chunk]) -> None:
+        """Insert or overwrite chunks (by point id)."""
+        ...
+
+    async def delete_document(self, tenant_id: str, doc_id: str) -> None: ...
+
+    async def delete_chunks_from(self, tenant_id: str, doc_id: str, first_ix: int) -> None:
+        """Remove the chunks of a document with chunk_ix >= first_ix (a shrunk document)."""
+        ...
+
+    async def search(self, query: SearchQuery) -> list[Hit]:
+        """Dense, sparse or fused search; tenant and ACL are pre-filters inside the engine."""
+        ...
+
+    async def count(self, tenant_id: str) -> int: ...
+
+    async def healthy(self) -> bool: ...
+
+    async def close(self) -> None: ...

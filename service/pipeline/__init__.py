@@ -1,0 +1,1 @@
+"""The answer pipeline: stages under one request budget, transport-agnostic events out."""

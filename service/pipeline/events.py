@@ -1,0 +1,48 @@
+"""The events of one answer (ARCHITECTURE §5), independent of HTTP."""
+
+from __future__ import annotations
+
+import msgspec
+
+
+class Source(msgspec.Struct, kw_only=True):
+    id: str
+    doc_id: str
+    title: str
+    source_uri: str
+    score: float
+    snippet: str
+
+
+class Usage(msgspec.Struct, kw_only=True):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class Meta(msgspec.Struct, kw_only=True, tag="meta"):
+    request_id: str
+    cache: str
+
+
+class Sources(msgspec.Struct, kw_only=True, tag="sources"):
+    sources: list[Source]
+
+
+class Token(msgspec.Struct, kw_only=True, tag="token"):
+    text: str
+
+
+class Done(msgspec.Struct, kw_only=True, tag="done"):
+    answer: str
+    citations: list[str]
+    usage: Usage
+    timings_ms: dict[str, float]
+    degraded: list[str]
+
+
+class Error(msgspec.Struct, kw_only=True, tag="error"):
+    code: str
+    message: str
+
+
+Event = Meta | Sources | Token | Done | Error

@@ -1,0 +1,87 @@
+"""The runtime: every long-lived part (database pool, index, embedder, pipeline), opened once.
+
+The app's lifespan and the CLI both build it here, so there is one wiring place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+
+from service.config import Settings
+from service.db.pool import open_pool
+from service.embed.batcher import MicroBatcher
+from service.embed.loader import load_embedder
+from service.embed.protocol import Embedder
+from service.generate.extractive import ExtractiveGenerator
+from service.index.edge import EdgeIndex
+from service.index.protocol import VectorIndex
+from service.pipeline.answer import AnswerPipeline
+from service.pipeline.retrieve import Retriever
+
+
+def limit_native_threads(threads: int) -> None:
+    """Pin torch/OpenBLAS/OpenMP pools before they start: on 2 cores they otherwise fight."""
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, str(threads))
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def open_index(settings: Settings, dim: int) -> VectorIndex:
+    if settings.index.backend == "edge":
+        path = settings.state_dir / "index" / settings.index.collection
+        return EdgeIndex.open(path, dim=dim, threads=settings.index.search_threads)
+    raise NotImplementedError("index.backend 'qdrant' is not available yet")
+
+
+class Runtime:
+    def __init__(
+        self,
+        settings: Settings,
+        pool: asyncpg.Pool,
+        index: VectorIndex,
+        embedder: Embedder,
+    ) -> None:
+        self.settings = settings
+        self.pool = pool
+        self.index = index
+        self.embedder = embedder
+        self.batcher = MicroBatcher(
+            embedder,
+            max_batch=settings.embedder.max_batch,
+            max_wait_ms=settings.embedder.max_wait_ms,
+        )
+        self.retriever = Retriever(self.batcher, index, settings)
+        self.pipeline = AnswerPipeline(
+            self.retriever, ExtractiveGenerator(settings.generator.max_sentences), settings
+        )
+
+    @classmethod
+    async def open(cls, settings: Settings, *, embedder: Embedder | None = None) -> Runtime:
+        limit_native_threads(settings.embedder.threads)
+        await asyncio.to_thread(Path(settings.state_dir).mkdir, parents=True, exist_ok=True)
+        emb_task: asyncio.Future[Any] | None = None
+        if embedder is None:
+            emb_task = asyncio.ensure_future(asyncio.to_thread(load_embedder, settings))
+        pool = await open_pool(settings)
+        try:
+            if emb_task is not None:
+                embedder = await emb_task
+            assert embedder is not None
+            index = await asyncio.to_thread(open_index, settings, embedder.dim)
+        except BaseException:
+            await pool.close()
+            raise
+        rt = cls(settings, pool, index, embedder)
+        rt.batcher.start()
+        return rt
+
+    async def close(self) -> None:
+        await self.batcher.close()
+        await self.index.close()
+        await self.pool.close()

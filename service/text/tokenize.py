@@ -1,0 +1,83 @@
+"""Unicode-aware word tokens for BM25, for English, Hindi and other Indic scripts.
+
+`[\\p{L}\\p{M}\\p{N}]+` keeps Devanagari vowel signs (category M) inside their word, where a plain
+`\\w+` would cut "हिन्दी" into pieces. Latin words are stemmed with Snowball English, Devanagari
+with Snowball Hindi; short stop-word lists for both languages are dropped.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from functools import lru_cache
+
+import regex
+import snowballstemmer
+
+_WORD = regex.compile(r"[\p{L}\p{M}\p{N}]+")
+_DEVANAGARI = regex.compile(r"\p{Devanagari}")
+_OTHER_INDIC = regex.compile(
+    r"[\p{Bengali}\p{Gurmukhi}\p{Gujarati}\p{Oriya}\p{Tamil}\p{Telugu}\p{Kannada}\p{Malayalam}]"
+)
+
+ENGLISH_STOP = frozenset(
+    "a an and are as at be but by for from has have he her his i if in into is it its of on or"
+    " she so than that the their them then there these they this to was we were what when where"
+    " which who whom why will with you your do does did not no can could would should how".split()
+)
+# Frequent Hindi function words (postpositions, auxiliaries, pronouns, conjunctions).
+HINDI_STOP = frozenset(
+    "का के की को में से पर और है हैं था थे थी हो होता होती होते यह वह ये वे इस उस इन उन एक"
+    " भी तो ही कि जो जब तक लिए साथ द्वारा या कर करने करता करती किया गया गई गए रहा रही रहे"
+    " अपने अपना अपनी क्या कैसे क्यों कौन कहाँ नहीं ना".split()
+)
+
+_english = snowballstemmer.stemmer("english")
+_hindi = snowballstemmer.stemmer("hindi")
+
+
+@lru_cache(maxsize=200_000)
+def _stem(word: str) -> str:
+    if _DEVANAGARI.match(word):
+        return str(_hindi.stemWord(word))
+    if word.isascii():
+        return str(_english.stemWord(word))
+    return word  # other scripts: exact word forms (no stemmer shipped that we trust)
+
+
+def words(text: str) -> list[str]:
+    """Case-folded, NFC-normalized words, including Indic words with their vowel signs."""
+    return _WORD.findall(unicodedata.normalize("NFC", text).casefold())
+
+
+def bm25_terms(text: str) -> list[str]:
+    """Stemmed terms without stop words, in order (repeats kept for term frequency)."""
+    out = []
+    for w in words(text):
+        if w in ENGLISH_STOP or w in HINDI_STOP:
+            continue
+        out.append(_stem(w))
+    return out
+
+
+def script_of(text: str) -> str:
+    """`latin`, `devanagari`, `indic` (other Indic scripts) or `other`, by majority of letters."""
+    counts = {"latin": 0, "devanagari": 0, "indic": 0, "other": 0}
+    for ch in text[:2000]:
+        if not ch.isalpha() and unicodedata.category(ch)[0] != "M":
+            continue
+        if ch.isascii():
+            counts["latin"] += 1
+        elif _DEVANAGARI.match(ch):
+            counts["devanagari"] += 1
+        elif _OTHER_INDIC.match(ch):
+            counts["indic"] += 1
+        else:
+            counts["other"] += 1
+    letters = sum(counts.values())
+    if not letters:
+        return "latin"
+    # Indic pages mix in Latin (code, product names, links): a fifth of the letters decides.
+    for script in ("devanagari", "indic"):
+        if counts[script] >= 0.2 * letters:
+            return script
+    return max(counts, key=lambda k: counts[k])

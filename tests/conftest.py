@@ -1,0 +1,114 @@
+"""Shared fixtures: a fresh PostgreSQL database per run, the real embedder, a runtime, and the
+app served by uvicorn on a real socket inside the test event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import socket
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+import uvicorn
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+ADMIN_URL = os.environ.get(
+    "RAGLINE_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+async def pg_url() -> AsyncIterator[str]:
+    """A database of its own for this test run, dropped afterwards."""
+    name = f"ragline_test_{secrets.token_hex(4)}"
+    admin = await asyncpg.connect(ADMIN_URL)
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    await admin.close()
+    base, _, _ = ADMIN_URL.rpartition("/")
+    yield f"{base}/{name}"
+    admin = await asyncpg.connect(ADMIN_URL)
+    await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    await admin.close()
+
+
+@pytest.fixture(scope="session")
+def state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("state")
+
+
+@pytest.fixture(scope="session")
+def settings(pg_url: str, state_dir: Path) -> Any:
+    from service.config import load_settings
+
+    return load_settings(
+        environ={
+            "RAGLINE_DATABASE_URL": pg_url,
+            "RAGLINE_STORAGE_STATE_DIR": str(state_dir),
+            "RAGLINE_RETRIEVAL_METADATA_FIELDS": '{"team": "keyword", "year": "integer"}',
+        }
+    )
+
+
+@pytest.fixture(scope="session")
+def embedder(settings: Any) -> Any:
+    from service.embed.loader import load_embedder
+
+    return load_embedder(settings)
+
+
+@pytest.fixture(scope="session")
+async def runtime(settings: Any, embedder: Any) -> AsyncIterator[Any]:
+    from service.runtime import Runtime
+
+    rt = await Runtime.open(settings, embedder=embedder)
+    yield rt
+    await rt.close()
+
+
+@pytest.fixture(scope="session")
+async def server(settings: Any, runtime: Any) -> AsyncIterator[str]:
+    """The real app on a real socket, sharing the test's runtime (and event loop)."""
+    from service.app import create_app
+
+    port = free_port()
+    config = uvicorn.Config(
+        create_app(settings, runtime=runtime),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan="on",
+    )
+    srv = uvicorn.Server(config)
+    task = asyncio.create_task(srv.serve())
+    while not srv.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.02)
+    yield f"http://127.0.0.1:{port}"
+    srv.should_exit = True
+    await task
+
+
+@pytest.fixture
+async def http(server: str) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=server, timeout=10) as client:
+        yield client
+
+
+@pytest.fixture(scope="session")
+def sample_dir() -> Iterator[Path]:
+    yield Path(__file__).resolve().parent.parent / "data" / "sample"

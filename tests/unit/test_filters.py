@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+import pytest
+
+from service.errors import InvalidRequest
+from service.index.filters import AnyOf, Match, Range, parse_filters
+
+pytestmark = pytest.mark.unit
+DECLARED = {
+    "team": "keyword",
+    "year": "integer",
+    "score": "float",
+    "published": "datetime",
+    "draft": "bool",
+}
+
+
+def test_match_any_and_range() -> None:
+    spec = parse_filters(
+        {
+            "team": "eng",
+            "year": {"any": [2023, 2024]},
+            "score": {"gte": 0.5},
+            "published": {"lt": "2024-01-01"},
+        },
+        DECLARED,  # type: ignore[arg-type]
+    )
+    assert spec is not None
+    assert spec.conditions == (
+        Match("team", "eng"),
+        AnyOf("year", (2023, 2024)),
+        Range("score", gte=0.5),
+        Range("published", lt="2024-01-01"),
+    )
+    assert parse_filters(None, DECLARED) is None and parse_filters({}, DECLARED) is None  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("raw", "field"),
+    [
+        ({"tenant_id": "x"}, "tenant_id"),
+        ({"acl": ["public"]}, "acl"),
+        ({"unknown": 1}, "unknown"),
+        ({"year": "2024"}, "year"),
+        ({"draft": 1}, "draft"),
+        ({"team": {"gte": 1}}, "team"),
+        ({"published": {"lt": "yesterday"}}, "published"),
+        ({"year": {"any": []}}, "year"),
+        ({"year": {"between": [1, 2]}}, "year"),
+    ],
+)
+def test_bad_filters_name_the_field(raw: dict[str, object], field: str) -> None:
+    with pytest.raises(InvalidRequest, match=repr(field)) as err:
+        parse_filters(raw, DECLARED)  # type: ignore[arg-type]
+    assert err.value.status == 422 and err.value.code == "invalid_filter"

@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+import pytest
+
+from service.text.bm25 import doc_vector, query_vector, term_id
+from service.text.sentences import split_sentences
+from service.text.tokenize import bm25_terms, script_of, words
+
+pytestmark = pytest.mark.unit
+
+
+def test_devanagari_words_keep_their_vowel_signs() -> None:
+    assert words("हिन्दी भाषा") == ["हिन्दी", "भाषा"]
+    assert "हिन्द" in bm25_terms("हिन्दी में लिखा है")  # stemmed, stop words gone
+    assert "में" not in bm25_terms("हिन्दी में लिखा है")
+
+
+def test_english_is_stemmed_and_stopped() -> None:
+    assert bm25_terms("The servers are running") == ["server", "run"]
+
+
+def test_hinglish_mixed_script() -> None:
+    terms = bm25_terms("FastAPI ka deployment कैसे करें")
+    assert "fastapi" in terms and "deploy" in terms and "कैस" not in terms
+
+
+def test_script_detection_tolerates_latin_in_hindi_pages() -> None:
+    assert script_of("FastAPI की विशेषताएँ OpenAPI JSON Schema के साथ") == "devanagari"
+    assert script_of("plain English") == "latin"
+
+
+def test_bm25_vectors_share_term_ids() -> None:
+    d, q = doc_vector("rotate keys rotate"), query_vector("rotating key")
+    assert set(q.indices) <= set(d.indices)
+    assert d.values[d.indices.index(term_id("rotat"))] > d.values[d.indices.index(term_id("key"))]
+    assert query_vector("the and of").indices == []
+
+
+def test_sentences_english_and_hindi() -> None:
+    text = "Use e.g. FastAPI. It costs 3.14 dollars! यह पहला वाक्य है। यह दूसरा है॥ Last one"
+    assert split_sentences(text) == [
+        "Use e.g. FastAPI.",
+        "It costs 3.14 dollars!",
+        "यह पहला वाक्य है।",
+        "यह दूसरा है॥",
+        "Last one",
+    ]
