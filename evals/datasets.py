@@ -89,7 +89,8 @@ def load_dataset(name: str, data_dir: Path | None = None) -> Dataset:
 
 def dev_test_split(query_ids: list[str], dev_share: float = 0.5) -> tuple[list[str], list[str]]:
     """A fixed split by a hash of each id: the same in every run and on every machine."""
-    dev, test = [], []
+    dev: list[str] = []
+    test: list[str] = []
     for qid in query_ids:
         bucket = int.from_bytes(hashlib.sha256(qid.encode()).digest()[:4], "big") / 2**32
         (dev if bucket < dev_share else test).append(qid)
