@@ -5,9 +5,8 @@ Lookups are cached in-process for a few seconds, keyed by the key's digest (neve
 
 from __future__ import annotations
 
-from typing import Any
-
 import time
+from typing import Any
 
 from litestar import Request
 

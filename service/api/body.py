@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 from litestar import Request

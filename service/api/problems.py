@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import logging
 import math
+from typing import Any
 
 import msgspec
 from litestar import MediaType, Request, Response
@@ -41,17 +40,13 @@ def request_id_of(request: Request[Any, Any, Any]) -> str:
     return str(request.scope.get("state", {}).get("request_id", ""))
 
 
-def ragline_error_handler(
-    request: Request[Any, Any, Any], exc: RaglineError
-) -> Response[bytes]:
+def ragline_error_handler(request: Request[Any, Any, Any], exc: RaglineError) -> Response[bytes]:
     return problem_response(
         exc.status, exc.code, exc.title, exc.message, request_id_of(request), exc.retry_after
     )
 
 
-def http_error_handler(
-    request: Request[Any, Any, Any], exc: HTTPException
-) -> Response[bytes]:
+def http_error_handler(request: Request[Any, Any, Any], exc: HTTPException) -> Response[bytes]:
     status = exc.status_code
     code = {
         400: "bad_request",
@@ -72,9 +67,7 @@ def http_error_handler(
     )
 
 
-def unexpected_error_handler(
-    request: Request[Any, Any, Any], exc: Exception
-) -> Response[bytes]:
+def unexpected_error_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
     rid = request_id_of(request)
     log.error("unexpected error %s request_id=%s", type(exc).__name__, rid, exc_info=exc)
     return problem_response(

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from collections.abc import AsyncIterator
+from typing import Any
 
 import msgspec
 from litestar import Request, Response, get, post
