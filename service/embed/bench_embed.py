@@ -3,7 +3,8 @@
     python -m service.embed.bench_embed [--state-dir .ragline] [--threads 1 2]
 
 Queries come from SciFact's queries, chunks of ~200 word pieces from its corpus. Configurations
-are interleaved query by query, so background load on a shared machine hits all of them alike.
+take turns (blocks of queries, batch by batch) so background load on a shared machine hits all
+of them alike.
 """
 
 from __future__ import annotations
@@ -67,19 +68,25 @@ class Config:
         self.embedder.embed(texts)
 
 
-def bench_latency(configs: Sequence[Config], queries: Sequence[str]) -> dict[str, list[float]]:
-    """Per-query milliseconds; configurations take turns in a rotating order."""
+def bench_latency(
+    configs: Sequence[Config], queries: Sequence[str], block: int = 25
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Per-query milliseconds. Configurations take turns in blocks of queries: blocks spread
+    background load evenly, yet keep one backend's spinning threads off another's timings.
+    Returns wall and process-CPU milliseconds: CPU time is what a busy machine inflates least."""
     for c in configs:
         for q in queries[:10]:
             c.embed([q])
-    times: dict[str, list[float]] = {c.name: [] for c in configs}
-    for i, q in enumerate(queries):
-        k = i % len(configs)
-        for c in [*configs[k:], *configs[:k]]:
-            start = time.perf_counter()
-            c.embed([q])
-            times[c.name].append((time.perf_counter() - start) * 1000)
-    return times
+    wall: dict[str, list[float]] = {c.name: [] for c in configs}
+    cpu: dict[str, list[float]] = {c.name: [] for c in configs}
+    for b in range(0, len(queries), block):
+        for c in configs:
+            for q in queries[b : b + block]:
+                start, start_cpu = time.perf_counter(), time.process_time()
+                c.embed([q])
+                wall[c.name].append((time.perf_counter() - start) * 1000)
+                cpu[c.name].append((time.process_time() - start_cpu) * 1000)
+    return wall, cpu
 
 
 def bench_batches(
@@ -121,11 +128,12 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     queries = load_queries(args.queries)
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cpus")
-    latency = bench_latency(configs, queries)
+    latency, cpu = bench_latency(configs, queries)
     print(f"\nsingle-query latency, {len(queries)} SciFact queries (ms)")
-    print(f"{'config':<10} {'p50':>7} {'p95':>7} {'p99':>7}")
+    print(f"{'config':<10} {'p50':>7} {'p95':>7} {'p99':>7} {'cpu p50':>8}")
     for name, ms in latency.items():
-        print(f"{name:<10} " + " ".join(f"{v:7.2f}" for v in _percentiles(ms)))
+        cells = " ".join(f"{v:7.2f}" for v in _percentiles(ms))
+        print(f"{name:<10} {cells} {np.median(cpu[name]):8.2f}")
     for t in args.threads:
         torch_p, onnx_p = _percentiles(latency[f"torch t{t}"]), _percentiles(latency[f"onnx  t{t}"])
         ratios = " ".join(f"{a / b:.2f}x" for a, b in zip(torch_p, onnx_p, strict=True))
