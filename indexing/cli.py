@@ -1,25 +1,29 @@
-"""`ragline index …` and `ragline demo`, plugged into the `ragline` command."""
+"""`ragline index …`, `ragline bench index` and `ragline demo`, plugged into `ragline`."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from indexing.documents import LoadError, SourceDoc
-from indexing.loaders import load_path
-from indexing.sync import Indexer, Summary
+import msgspec
+
+from indexing.loaders import Selection, estimate_documents, list_sources, prune_scope, read_sources
+from indexing.progress import BarProgress, print_rows, show_summary
 from service.cli import emit
 from service.config import Settings
+from service.ingest.documents import LoadError
+from service.ingest.pipeline import Indexer, IngestOptions
+from service.ingest.summary import Summary
 from service.runtime import limit_native_threads, open_index
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample"
 
 
-def _parse_meta(pairs: list[str] | None) -> dict[str, Any]:
+def parse_meta(pairs: list[str] | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for pair in pairs or []:
         key, sep, value = pair.partition("=")
@@ -29,82 +33,125 @@ def _parse_meta(pairs: list[str] | None) -> dict[str, Any]:
     return out
 
 
-def _show_summary(s: Summary) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"index · tenant {s.tenant}")
-    for col in ("added", "updated", "unchanged", "removed", "failed", "chunks", "seconds"):
-        table.add_column(col, justify="right")
-    table.add_row(
-        *(
-            str(getattr(s, c))
-            for c in ("added", "updated", "unchanged", "removed", "failed", "chunks", "seconds")
-        )
-    )
-    console = Console()
-    console.print(table)
-    for err in s.errors:
-        console.print(f"[red]failed[/red] {err}", highlight=False)
+def indexing_settings(settings: Settings, threads: int | None) -> Settings:
+    """The embedder runs with `--threads` (or `indexing.threads`) threads during a run."""
+    n = threads or settings.indexing.threads
+    if n:
+        embedder = msgspec.structs.replace(settings.embedder, threads=n)
+        settings = msgspec.structs.replace(settings, embedder=embedder)
+    return settings
 
 
-async def _indexer(settings: Settings) -> tuple[Indexer, Any]:
+async def open_indexer(settings: Settings, *, dry_run: bool = False) -> tuple[Indexer, Any]:
+    """An indexer on the embedded index; a dry run never opens the index."""
     from service.db.pool import open_pool
     from service.embed.loader import load_embedder
 
     limit_native_threads(settings.embedder.threads)
     embedder = await asyncio.to_thread(load_embedder, settings)
     pool = await open_pool(settings)
-    try:
-        index = await asyncio.to_thread(open_index, settings, embedder.dim)
-    except BaseException:
-        await pool.close()
-        raise
-    indexer = Indexer(pool, index, embedder)
+    index = None
+    if not dry_run:
+        try:
+            index = await asyncio.to_thread(open_index, settings, embedder.dim)
+        except BaseException:
+            await pool.close()
+            raise
+    options = IngestOptions(
+        embed_batch=settings.indexing.embed_batch, queue_docs=settings.indexing.queue_docs
+    )
+    indexer = Indexer(pool, index, embedder, options)
 
     async def close() -> None:
-        await index.close()
+        if index is not None:
+            await index.close()
         await pool.close()
 
     return indexer, close
 
 
-def _docs(paths: list[str]) -> Iterator[SourceDoc | LoadError]:
-    for p in paths:
-        yield from load_path(Path(p))
+def _selection(args: argparse.Namespace) -> Selection:
+    return Selection(include=tuple(args.include or ()), exclude=tuple(args.exclude or ()))
 
 
-async def index_add(settings: Settings, args: argparse.Namespace) -> Summary:
-    indexer, close = await _indexer(settings)
+async def index_add(
+    settings: Settings, args: argparse.Namespace, *, show_progress: bool | None = None
+) -> Summary:
+    selection = _selection(args)
+    roots = [Path(p) for p in args.paths]
+    sources = []
+    missing: list[LoadError] = []
+    for root in roots:
+        if root.exists():
+            sources.extend(list_sources(root, selection))
+        else:
+            missing.append(LoadError(path=str(root), reason="no such file or directory"))
+
+    def docs() -> Any:
+        yield from missing
+        yield from read_sources(sources)
+
+    enabled = (not args.json) if show_progress is None else show_progress
+    indexer, close = await open_indexer(settings, dry_run=args.dry_run)
     try:
-        return await indexer.add(
-            args.tenant,
-            _docs(args.paths),
-            allow=args.allow or [],
-            public=args.public,
-            meta=_parse_meta(args.meta),
-        )
+        total = estimate_documents(sources) + len(missing)
+        label = "planning" if args.dry_run else "indexing"
+        with BarProgress(total, label, enabled=None if enabled else False) as bar:
+            return await indexer.add(
+                args.tenant,
+                docs(),
+                allow=args.allow or [],
+                public=args.public,
+                meta=parse_meta(args.meta),
+                dry_run=args.dry_run,
+                prune=prune_scope(roots, selection) if args.prune else None,
+                progress=bar,
+            )
     finally:
         await close()
 
 
-def cmd_index_add(args: argparse.Namespace, settings: Settings) -> int:
-    summary = asyncio.run(index_add(settings, args))
-    emit(summary, args.json, _show_summary)
+def _remote(args: argparse.Namespace, settings: Settings) -> tuple[str, str] | None:
+    url = getattr(args, "url", None) or settings.indexing.url
+    if not url:
+        return None
+    key = getattr(args, "key", None) or settings.indexing.key
+    if not key:
+        raise SystemExit("ragline: --url needs --key (or RAGLINE_INDEXING_KEY) with index scope")
+    return url, key
+
+
+def _run(coro: Callable[[], Coroutine[Any, Any, Summary]], args: argparse.Namespace) -> int:
+    summary = asyncio.run(coro())
+    emit(summary, args.json, show_summary)
     return 1 if summary.failed else 0
 
 
+def cmd_index_add(args: argparse.Namespace, settings: Settings) -> int:
+    settings = indexing_settings(settings, args.threads)
+    remote = _remote(args, settings)
+    if remote is not None:
+        from indexing.remote import remote_add
+
+        return _run(lambda: remote_add(remote[0], remote[1], args), args)
+    return _run(lambda: index_add(settings, args), args)
+
+
 def cmd_index_rm(args: argparse.Namespace, settings: Settings) -> int:
+    remote = _remote(args, settings)
+    if remote is not None:
+        from indexing.remote import remote_rm
+
+        return _run(lambda: remote_rm(remote[0], remote[1], args), args)
+
     async def go() -> Summary:
-        indexer, close = await _indexer(settings)
+        indexer, close = await open_indexer(settings, dry_run=args.dry_run)
         try:
-            return await indexer.remove(args.tenant, args.doc_ids)
+            return await indexer.remove(args.tenant, args.doc_ids, dry_run=args.dry_run)
         finally:
             await close()
 
-    summary = asyncio.run(go())
-    emit(summary, args.json, _show_summary)
-    return 0
+    return _run(go, args)
 
 
 def cmd_index_ls(args: argparse.Namespace, settings: Settings) -> int:
@@ -120,14 +167,75 @@ def cmd_index_ls(args: argparse.Namespace, settings: Settings) -> int:
                 "chunks": r["chunk_count"],
                 "acl": r["acl"],
                 "status": r["status"],
-                "indexed_at": r["updated_at"].isoformat(),
+                "indexed_at": r["updated_at"].isoformat(timespec="seconds"),
             }
             for r in await list_documents(conn, args.tenant)
         ]
-        emit(rows, args.json, lambda d: [print("\t".join(str(v) for v in r.values())) for r in d])
+        emit(rows, args.json, lambda d: print_rows(d, list(d[0]) if d else ["doc_id"]))
         return 0
 
     return asyncio.run(with_pool(settings, go))
+
+
+def cmd_index_status(args: argparse.Namespace, settings: Settings) -> int:
+    from service.cli import with_pool
+    from service.db.documents import tenant_stats
+    from service.db.runs import last_runs
+
+    async def go(conn: Any) -> int:
+        runs = await last_runs(conn)
+        rows = []
+        for r in await tenant_stats(conn):
+            if args.tenant and r["tenant_id"] != args.tenant:
+                continue
+            run = runs.get(r["tenant_id"])
+            last = None
+            if run is not None:
+                stats = run["stats"] or {}
+                last = {
+                    "run_id": run["run_id"],
+                    "kind": run["kind"],
+                    "status": run["status"],
+                    "started_at": run["started_at"].isoformat(timespec="seconds"),
+                    "finished_at": run["finished_at"].isoformat(timespec="seconds")
+                    if run["finished_at"]
+                    else None,
+                    **{
+                        k: stats.get(k, 0)
+                        for k in ("added", "updated", "unchanged", "removed", "failed", "chunks")
+                    },
+                    "seconds": stats.get("seconds"),
+                }
+            rows.append(
+                {
+                    "tenant": r["tenant_id"],
+                    "documents": r["documents"],
+                    "chunks": int(r["chunks"]),
+                    "failed": r["failed"],
+                    "pending": r["pending"],
+                    "index_version": r["index_version"],
+                    "last_run": last,
+                }
+            )
+        emit(rows, args.json, _show_status)
+        return 0
+
+    return asyncio.run(with_pool(settings, go))
+
+
+def _show_status(rows: list[dict[str, Any]]) -> None:
+    flat = []
+    for r in rows:
+        last = r["last_run"]
+        run = "-"
+        if last is not None:
+            run = (
+                f"#{last['run_id']} {last['kind']} {last['status']} {last['started_at']}"
+                f" (+{last['added']} ~{last['updated']} -{last['removed']} !{last['failed']})"
+            )
+        flat.append({**r, "last_run": run})
+    cols = ["tenant", "documents", "chunks", "failed", "pending", "index_version", "last_run"]
+    print_rows(flat, cols, "index status")
 
 
 def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
@@ -137,22 +245,19 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     from service.db.tenants import create_tenant
 
     async def setup() -> str:
-        async def tenant_and_key(conn: Any) -> Any:
-            await create_tenant(conn, "demo")
-            return await create_key(conn, tenant_id="demo", user_id="demo-user", groups=["staff"])
-
         holder: dict[str, Any] = {}
 
         async def go(conn: Any) -> int:
-            holder["key"] = await tenant_and_key(conn)
+            await create_tenant(conn, "demo")
+            holder["key"] = await create_key(
+                conn, tenant_id="demo", user_id="demo-user", groups=["staff"]
+            )
             return 0
 
         await with_pool(settings, go)
-        ns = argparse.Namespace(
-            tenant="demo", paths=[str(args.corpus)], allow=[], public=True, meta=[]
-        )
-        summary = await index_add(settings, ns)
-        _show_summary(summary)
+        ns = add_namespace(tenant="demo", paths=[str(args.corpus)], public=True)
+        summary = await index_add(settings, ns, show_progress=False)
+        show_summary(summary)
         return str(holder["key"].key)
 
     key = asyncio.run(setup())
@@ -169,11 +274,46 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     return cmd_serve(argparse.Namespace(host=host, port=port), settings)
 
 
+def add_namespace(**kw: Any) -> argparse.Namespace:
+    """The arguments of `index add` with their defaults (for callers other than argparse)."""
+    base: dict[str, Any] = {
+        "paths": [],
+        "tenant": "",
+        "allow": [],
+        "public": False,
+        "meta": [],
+        "include": [],
+        "exclude": [],
+        "prune": False,
+        "dry_run": False,
+        "json": True,
+        "threads": None,
+        "url": None,
+        "key": None,
+    }
+    base.update(kw)
+    return argparse.Namespace(**base)
+
+
+def _remote_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--url", help="index through a running service (RAGLINE_INDEXING_URL)")
+    p.add_argument("--key", help="its API key, index scope (better: RAGLINE_INDEXING_KEY)")
+
+
+def subparsers_of(sub: Any, name: str, help_text: str) -> Any:
+    """The sub-command group `name` (e.g. `bench`), created unless another package made it."""
+    existing = sub.choices.get(name)
+    if existing is not None:
+        for action in existing._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                return action
+    return sub.add_parser(name, help=help_text).add_subparsers(dest="sub", required=True)
+
+
 def register(sub: Any) -> None:
-    index = sub.add_parser("index", help="add, remove and list documents").add_subparsers(
-        dest="sub", required=True
-    )
-    add = index.add_parser("add", help="index files and folders for a tenant")
+    index = sub.add_parser("index", help="add, remove, list documents; show status")
+    cmds = index.add_subparsers(dest="sub", required=True)
+    add = cmds.add_parser("add", help="make a tenant's index match files and folders")
     add.add_argument("paths", nargs="+", metavar="PATH")
     add.add_argument("--tenant", required=True)
     add.add_argument(
@@ -181,17 +321,38 @@ def register(sub: Any) -> None:
     )
     add.add_argument("--public", action="store_true", help="documents without an ACL become public")
     add.add_argument("--meta", action="append", metavar="KEY=VALUE")
+    add.add_argument("--include", action="append", metavar="GLOB", help="only matching files")
+    add.add_argument("--exclude", action="append", metavar="GLOB", help="skip matching files")
+    add.add_argument(
+        "--prune", action="store_true", help="remove documents under PATH whose source is gone"
+    )
+    add.add_argument("--dry-run", action="store_true", help="show what would change, write nothing")
+    add.add_argument("--threads", type=int, help="embedder threads (default indexing.threads)")
     add.add_argument("--json", action="store_true")
+    _remote_args(add)
     add.set_defaults(func=cmd_index_add)
-    rm = index.add_parser("rm", help="remove documents by id")
+
+    rm = cmds.add_parser("rm", help="remove documents by id")
     rm.add_argument("doc_ids", nargs="+", metavar="DOC_ID")
     rm.add_argument("--tenant", required=True)
+    rm.add_argument("--dry-run", action="store_true")
     rm.add_argument("--json", action="store_true")
+    _remote_args(rm)
     rm.set_defaults(func=cmd_index_rm)
-    ls = index.add_parser("ls", help="list a tenant's documents")
+
+    ls = cmds.add_parser("ls", help="list a tenant's documents")
     ls.add_argument("--tenant", required=True)
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(func=cmd_index_ls)
+
+    status = cmds.add_parser("status", help="per tenant: documents, chunks, version, last run")
+    status.add_argument("--tenant")
+    status.add_argument("--json", action="store_true")
+    status.set_defaults(func=cmd_index_status)
+
+    from indexing.bench import register_bench
+
+    register_bench(subparsers_of(sub, "bench", "benchmarks"))
 
     demo = sub.add_parser("demo", help="index the sample corpus for tenant 'demo' and serve it")
     demo.add_argument("--host")

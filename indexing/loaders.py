@@ -1,148 +1,121 @@
-"""Loaders: Markdown (front matter), plain text and JSONL records, by file extension.
+"""Find and read source files: folders are walked, `--include`/`--exclude` globs select files,
+and each file is read by the reader for its extension (see `indexing.readers`).
 
 Document ids are the path relative to the PATH argument (files) or the record id (JSONL).
+Globs match the relative path (`*` also crosses `/`), the file name, or any parent folder, so
+`--include '*.md'`, `--exclude drafts` and `--exclude 'hi/*.md'` all do what they say. Hidden
+files and folders (`.git`, `.obsidian`, …) are skipped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
+import fnmatch
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path, PurePosixPath
 
 import msgspec
 import yaml
 
-from indexing.chunking import strip_anchor
-from indexing.documents import LoadError, SourceDoc
-from service.identity import is_identity
-from service.text.tokenize import script_of
-
-MARKDOWN = {".md", ".markdown"}
-TEXT = {".txt", ".text"}
-JSONL = {".jsonl", ".ndjson"}
-SUPPORTED = MARKDOWN | TEXT | JSONL
+from indexing.readers import JSONL, READERS, SUPPORTED
+from indexing.readers.jsonl import count_records, read_jsonl
+from service.db.documents import DocRow
+from service.ingest.documents import LoadError, SourceDoc
 
 
-def guess_lang(text: str) -> str:
-    return {"latin": "en", "devanagari": "hi"}.get(script_of(text), "und")
+class Selection(msgspec.Struct, kw_only=True, frozen=True):
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+
+    def selects(self, rel: str) -> bool:
+        included = not self.include or any(_matches(rel, p) for p in self.include)
+        return included and not any(_matches(rel, p) for p in self.exclude)
 
 
-def _acl(value: Any, where: str) -> list[str] | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not all(isinstance(v, str) and is_identity(v) for v in value):
-        raise ValueError(f"{where}: acl must be a list of 'public', 'user:<id>' or 'group:<name>'")
-    return list(value)
+def _matches(rel: str, pattern: str) -> bool:
+    pattern = pattern.rstrip("/")
+    path = PurePosixPath(rel)
+    candidates = [rel, path.name, *(p.as_posix() for p in path.parents if p.as_posix() != ".")]
+    return any(fnmatch.fnmatchcase(c, pattern) for c in candidates)
 
 
-def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
-    if not text.startswith("---"):
-        return {}, text
-    end = text.find("\n---", 3)
-    if end < 0:
-        return {}, text
-    meta = yaml.safe_load(text[3:end]) or {}
-    if not isinstance(meta, dict):
-        raise ValueError("front matter is not a mapping")
-    rest = text[end + 4 :]
-    return meta, rest.split("\n", 1)[1] if "\n" in rest else ""
+class Source(msgspec.Struct, kw_only=True, frozen=True):
+    """One file to read, with its document id (or, for JSONL, the records' file)."""
+
+    path: Path
+    doc_id: str
 
 
-def _first_heading(text: str) -> str:
-    for line in text.splitlines():
-        if line.startswith("# "):
-            return strip_anchor(line[2:])
-    return ""
-
-
-def load_markdown(path: Path, doc_id: str) -> SourceDoc:
-    meta, body = split_front_matter(path.read_text(encoding="utf-8"))
-    title = str(meta.pop("title", "") or _first_heading(body) or path.stem)
-    acl = _acl(meta.pop("acl", None), "front matter")
-    lang = str(meta.pop("lang", "") or guess_lang(body))
-    metadata = meta.pop("metadata", None) or meta
-    return SourceDoc(
-        doc_id=doc_id,
-        text=body,
-        title=title,
-        source_uri=str(path),
-        lang=lang,
-        acl=acl,
-        metadata=dict(metadata),
-        markdown=True,
-    )
-
-
-def load_text(path: Path, doc_id: str) -> SourceDoc:
-    text = path.read_text(encoding="utf-8")
-    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), path.stem)
-    return SourceDoc(
-        doc_id=doc_id, text=text, title=first[:120], source_uri=str(path), lang=guess_lang(text)
-    )
-
-
-class _Record(msgspec.Struct, kw_only=True):
-    id: str | int | None = None
-    _id: str | int | None = msgspec.field(default=None, name="_id")
-    title: str = ""
-    text: str
-    acl: list[str] | str | None = None
-    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
-    lang: str = ""
-    source_uri: str = ""
-
-
-def load_jsonl(path: Path) -> Iterator[SourceDoc | LoadError]:
-    with path.open("rb") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = msgspec.json.decode(line, type=_Record)
-                rid = rec.id if rec.id is not None else rec._id
-                if rid is None or str(rid) == "":
-                    raise ValueError("record has no 'id' or '_id'")
-                yield SourceDoc(
-                    doc_id=str(rid),
-                    text=rec.text,
-                    title=rec.title,
-                    source_uri=rec.source_uri or f"{path}#{rid}",
-                    lang=rec.lang or guess_lang(rec.title + " " + rec.text),
-                    acl=_acl(rec.acl, "record"),
-                    metadata=rec.metadata,
-                )
-            except (msgspec.DecodeError, ValueError) as exc:
-                yield LoadError(path=str(path), line=n, reason=str(exc))
-
-
-def iter_files(root: Path) -> Iterator[tuple[Path, str]]:
-    """(file, doc id) for every supported file under root (or root itself)."""
+def list_sources(root: Path, selection: Selection | None = None) -> list[Source]:
+    """Supported files under `root` (or `root` itself), selected, in a stable order."""
+    selection = selection or Selection()
+    root = root.resolve()
     if root.is_file():
-        yield root, root.name
-        return
+        return [Source(path=root, doc_id=root.name)]
+    out: list[Source] = []
     for path in sorted(root.rglob("*")):
-        if path.is_file() and path.suffix.lower() in SUPPORTED:
-            yield path, path.relative_to(root).as_posix()
+        rel = path.relative_to(root).as_posix()
+        if any(part.startswith(".") for part in PurePosixPath(rel).parts):
+            continue
+        if path.suffix.lower() in SUPPORTED and path.is_file() and selection.selects(rel):
+            out.append(Source(path=path, doc_id=rel))
+    return out
 
 
-def load_path(root: Path) -> Iterator[SourceDoc | LoadError]:
+def estimate_documents(sources: Sequence[Source]) -> int:
+    """How many documents the sources hold (JSONL lines counted): the progress bar's total."""
+    return sum(count_records(s.path) if s.path.suffix.lower() in JSONL else 1 for s in sources)
+
+
+def read_source(source: Source) -> Iterator[SourceDoc | LoadError]:
+    path, suffix = source.path, source.path.suffix.lower()
+    if suffix in JSONL:
+        yield from read_jsonl(path)
+        return
+    reader = READERS.get(suffix)
+    if reader is None:
+        yield LoadError(path=str(path), reason=f"unsupported file type {suffix!r}", doc_id=None)
+        return
+    try:
+        yield reader(path, source.doc_id)
+    except UnicodeDecodeError:
+        yield LoadError(path=str(path), reason="not UTF-8 text", doc_id=source.doc_id)
+    except OSError as exc:
+        yield LoadError(path=str(path), reason=exc.strerror or str(exc), doc_id=source.doc_id)
+    except (ValueError, yaml.YAMLError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        yield LoadError(path=str(path), reason=reason, doc_id=source.doc_id)
+    except Exception as exc:  # a parsing library's own error on a corrupt file
+        reason = f"cannot parse: {type(exc).__name__}: {str(exc)[:200]}"
+        yield LoadError(path=str(path), reason=reason, doc_id=source.doc_id)
+
+
+def read_sources(sources: Sequence[Source]) -> Iterator[SourceDoc | LoadError]:
+    for source in sources:
+        yield from read_source(source)
+
+
+def load_path(root: Path, selection: Selection | None = None) -> Iterator[SourceDoc | LoadError]:
+    """Every document under `root`; a missing root is one `LoadError`."""
     if not root.exists():
         yield LoadError(path=str(root), reason="no such file or directory")
         return
-    for path, doc_id in iter_files(root):
-        suffix = path.suffix.lower()
-        try:
-            if suffix in JSONL:
-                yield from load_jsonl(path)
-            elif suffix in MARKDOWN:
-                yield load_markdown(path, doc_id)
-            elif suffix in TEXT:
-                yield load_text(path, doc_id)
-            else:
-                yield LoadError(path=str(path), reason=f"unsupported file type {suffix!r}")
-        except UnicodeDecodeError:
-            yield LoadError(path=str(path), reason="not UTF-8 text")
-        except (OSError, ValueError, yaml.YAMLError) as exc:
-            yield LoadError(path=str(path), reason=str(exc).splitlines()[0])
+    yield from read_sources(list_sources(root, selection))
+
+
+def prune_scope(roots: Sequence[Path], selection: Selection) -> Callable[[DocRow], bool]:
+    """Which registered documents `--prune` may remove: like `rsync --delete`, those that came
+    from under a PATH argument and that the globs select (excluded files are left alone)."""
+    resolved = [r.resolve() for r in roots if r.exists()]
+
+    def in_scope(row: DocRow) -> bool:
+        if not row.origin:
+            return False
+        origin = Path(row.origin)
+        for root in resolved:
+            if origin == root:
+                return True
+            if root.is_dir() and origin.is_relative_to(root):
+                return selection.selects(origin.relative_to(root).as_posix())
+        return False
+
+    return in_scope

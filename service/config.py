@@ -73,6 +73,21 @@ class EmbedderSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     """Longest a query waits for others to join its micro-batch."""
 
 
+class IndexingSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    threads: int = 0
+    """Embedder threads of an indexing run; 0 uses `embedder.threads`. Parsing takes one more."""
+    embed_batch: int = 64
+    """Chunks per embedder call, gathered across documents."""
+    queue_docs: int = 256
+    """Parsed documents that may wait for the embedder (bounds an indexing run's memory)."""
+    url: str = ""
+    """A running Ragline service to index through (`index add --url`); empty opens the index."""
+    key: str = ""
+    """API key with the `index` scope for `url` (prefer the variable to the command line)."""
+    max_body_bytes: int = 16_000_000
+    """Largest accepted body of the service's index API (documents are sent in batches)."""
+
+
 class RetrievalSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     top_k: int = 5
     """Sources returned by default."""
@@ -113,6 +128,7 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     redis: RedisSettings = msgspec.field(default_factory=RedisSettings)
     index: IndexSettings = msgspec.field(default_factory=IndexSettings)
     embedder: EmbedderSettings = msgspec.field(default_factory=EmbedderSettings)
+    indexing: IndexingSettings = msgspec.field(default_factory=IndexingSettings)
     retrieval: RetrievalSettings = msgspec.field(default_factory=RetrievalSettings)
     generator: GeneratorSettings = msgspec.field(default_factory=GeneratorSettings)
     budget: BudgetSettings = msgspec.field(default_factory=BudgetSettings)
@@ -215,6 +231,8 @@ def _check(s: Settings) -> None:
         "database.pool_max": s.database.pool_max,
         "embedder.threads": s.embedder.threads,
         "embedder.max_batch": s.embedder.max_batch,
+        "indexing.embed_batch": s.indexing.embed_batch,
+        "indexing.queue_docs": s.indexing.queue_docs,
         "retrieval.top_k": s.retrieval.top_k,
         "retrieval.max_top_k": s.retrieval.max_top_k,
         "retrieval.prefetch": s.retrieval.prefetch,

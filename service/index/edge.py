@@ -1,7 +1,11 @@
 """Qdrant Edge: the Qdrant engine in-process, one on-disk shard holding every tenant.
 
 Edge calls are synchronous; they run on a small dedicated executor so the event loop never
-blocks. Only one process may open a shard (its WAL is locked).
+blocks. Only one process may open a shard (its WAL is locked), so every search and write of the
+shard passes through one `EdgeIndex`: searches take the read side and writes the write side of a
+readers-writer lock. A search (its dense and BM25 lists together) therefore sees the index before
+or after a write call, never in between — what the indexer's atomic replace relies on, since
+Qdrant does not promise that a multi-point upsert is atomic across segments.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from service.errors import UpstreamError
 from service.index.filters import AnyOf, Condition, FilterSpec, Match
 from service.index.fusion import weighted_rrf
 from service.index.protocol import Chunk, Hit, SearchQuery, hit_from_payload, point_id
+from service.index.rwlock import RWLock
 
 T = TypeVar("T")
 
@@ -70,6 +75,7 @@ class EdgeIndex:
         self._shard = shard
         self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="edge")
         self._write_lock = asyncio.Lock()
+        self._rw = RWLock()
 
     @classmethod
     def open(cls, path: Path, *, dim: int, threads: int = 1) -> EdgeIndex:
@@ -98,6 +104,10 @@ class EdgeIndex:
     async def _run(self, fn: Any, *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
+    def _update_sync(self, op: Any) -> None:
+        with self._rw.write():
+            self._shard.update(op)
+
     async def upsert(self, chunks: Sequence[Chunk]) -> None:
         if not chunks:
             return
@@ -113,11 +123,11 @@ class EdgeIndex:
             for c in chunks
         ]
         async with self._write_lock:
-            await self._run(self._shard.update, qe.UpdateOperation.upsert_points(points))
+            await self._run(self._update_sync, qe.UpdateOperation.upsert_points(points))
 
     async def _delete(self, flt: Any) -> None:
         async with self._write_lock:
-            await self._run(self._shard.update, qe.UpdateOperation.delete_points_by_filter(flt))
+            await self._run(self._update_sync, qe.UpdateOperation.delete_points_by_filter(flt))
 
     async def delete_document(self, tenant_id: str, doc_id: str) -> None:
         await self._delete(
@@ -168,7 +178,8 @@ class EdgeIndex:
             weights.append(q.sparse_weight)
         if not requests:
             return []
-        results = self._shard.query_batch(qe.QueryBatchRequest(requests))
+        with self._rw.read():
+            results = self._shard.query_batch(qe.QueryBatchRequest(requests))
         lists = [[hit_from_payload(p.id, p.score, p.payload or {}) for p in r] for r in results]
         if len(lists) == 1:
             return lists[0][: q.limit]

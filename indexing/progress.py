@@ -1,0 +1,103 @@
+"""What an indexing run shows: a live progress bar on a terminal, then a summary table."""
+
+from __future__ import annotations
+
+import sys
+from types import TracebackType
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from service.ingest.summary import Summary
+
+COLUMNS = ("added", "updated", "unchanged", "removed", "failed", "chunks", "seconds")
+
+
+class BarProgress:
+    """Documents done of the total, chunks written, documents per second and the ETA."""
+
+    def __init__(self, total: int, label: str, *, enabled: bool | None = None) -> None:
+        console = Console(stderr=True)
+        self.enabled = console.is_terminal if enabled is None else enabled
+        self.chunks = 0
+        self._bar = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("docs · {task.fields[chunks]} chunks · {task.fields[rate]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=console,
+            disable=not self.enabled,
+            transient=False,
+        )
+        self._task = self._bar.add_task(label, total=total or None, chunks=0, rate="")
+
+    def __enter__(self) -> BarProgress:
+        self._bar.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._bar.stop()
+
+    def doc_done(self, action: str, chunks: int) -> None:
+        self.chunks += chunks
+        task = self._bar.tasks[0]
+        speed = task.speed
+        rate = f"{speed:.1f} docs/s" if speed else ""
+        if task.total is not None and task.completed + 1 > task.total:
+            self._bar.update(self._task, total=task.completed + 1)
+        self._bar.update(self._task, advance=1, chunks=self.chunks, rate=rate)
+
+
+def show_summary(s: Summary, console: Console | None = None) -> None:
+    console = console or Console()
+    title = f"index · tenant {s.tenant}" + (" · dry run (nothing written)" if s.dry_run else "")
+    table = Table(title=title)
+    for col in COLUMNS:
+        table.add_column(col, justify="right")
+    table.add_row(*(str(getattr(s, c)) for c in COLUMNS))
+    if s.dry_run and s.changes:
+        plan = Table(title="would change", show_edge=False)
+        plan.add_column("action")
+        plan.add_column("document")
+        plan.add_column("chunks", justify="right")
+        for ch in s.changes[:200]:
+            plan.add_row(ch.action, ch.doc_id, str(ch.chunks) if ch.action != "remove" else "")
+        console.print(plan)
+        if len(s.changes) > 200:
+            console.print(f"… and {len(s.changes) - 200} more (see --json)")
+    console.print(table)
+    for err in s.errors:
+        console.print(f"[red]failed[/red] {escape(str(err))}", highlight=False)
+
+
+def print_rows(rows: list[dict[str, Any]], columns: list[str], title: str = "") -> None:
+    table = Table(title=title or None)
+    for col in columns:
+        table.add_column(col)
+    for r in rows:
+        table.add_row(*(_cell(r.get(c)) for c in columns))
+    Console(file=sys.stdout).print(table)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    return "" if value is None else str(value)

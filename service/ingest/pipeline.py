@@ -1,0 +1,417 @@
+"""Make a tenant's index match its sources: add, replace, skip unchanged, remove, prune.
+
+A run is a three-stage pipeline with bounded queues, so the embedder never waits for parsing:
+
+    parse+plan+chunk (1 thread) ─► embed (batches of `embed_batch` chunks across documents,
+    1 thread) ─► write (index upsert, then one PostgreSQL transaction per batch)
+
+Consistency (PostgreSQL registry ⇔ vector index):
+- A document is marked `pending` before its chunks are written and `indexed` (with its new hash)
+  only after; a failed write marks it `failed`. Anything not `indexed` is redone by the next run,
+  so an interrupted run (Ctrl-C, a crash) is resumed by running it again.
+- A changed document is replaced by ONE `upsert` call: its new chunks overwrite the old ones in
+  place (point ids derive from tenant, doc id and chunk index) and, if it shrank, tombstones (an
+  empty ACL, visible to no one) overwrite the old tail; the tombstones are deleted afterwards.
+  What we rely on: a single upsert call is applied atomically with respect to searches. Qdrant
+  does not promise that across segments, so `EdgeIndex` runs every search under the read side
+  and every write under the write side of a readers-writer lock (service/index/edge.py).
+- Every batch that changed the index bumps the tenant's index version in the same transaction
+  that records it, so caches keyed on the version never serve the old content.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import asyncpg
+import msgspec
+
+from service.db.documents import DocRow, forget_documents, mark_pending, record_written, registered
+from service.db.runs import finish_run, start_run
+from service.db.tenants import bump_index_version, require_tenant
+from service.embed.protocol import Embedder
+from service.index.protocol import VectorIndex
+from service.ingest.documents import LoadError, SourceDoc
+from service.ingest.plan import NoAcl, Prepared, hash_salt, prepare, resolve_acl
+from service.ingest.summary import Change, Failure, NoProgress, Progress, Summary
+
+PruneScope = Callable[[DocRow], bool]
+
+
+class IngestOptions(msgspec.Struct, kw_only=True):
+    embed_batch: int = 64
+    """Chunks per embedder call (across documents)."""
+    queue_docs: int = 256
+    """Planned documents that may wait for the embedder (bounds memory)."""
+
+
+class _Settled(msgspec.Struct, kw_only=True):
+    """A document decided without embedding: unchanged, or failed before chunking."""
+
+    doc_id: str
+    action: str  # "unchanged" | "failed"
+    failure: Failure | None = None
+
+
+class _Stopped(Exception):
+    pass
+
+
+_DONE = object()
+
+
+def _where(doc: SourceDoc) -> str:
+    return doc.origin or doc.source_uri or doc.doc_id
+
+
+class Indexer:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        index: VectorIndex | None,
+        embedder: Embedder,
+        options: IngestOptions | None = None,
+    ) -> None:
+        """`index` may be None for dry runs (which never open the index)."""
+        self.pool = pool
+        self.index = index
+        self.embedder = embedder
+        self.options = options or IngestOptions()
+        self.embed_calls = 0
+        self.embedded_batches: list[list[str]] | None = None  # set to a list to record (bench)
+
+    # ----------------------------------------------------------------------------- add
+    async def add(
+        self,
+        tenant_id: str,
+        docs: Iterable[SourceDoc | LoadError],
+        *,
+        allow: Sequence[str] = (),
+        public: bool = False,
+        meta: dict[str, Any] | None = None,
+        dry_run: bool = False,
+        prune: PruneScope | None = None,
+        progress: Progress | None = None,
+        kind: str = "add",
+    ) -> Summary:
+        """Index `docs` for a tenant; with `prune`, remove registered documents in that scope
+        that this run did not see. Never raises for a bad document: it is counted as failed."""
+        t0 = time.perf_counter()
+        summary = Summary(tenant=tenant_id, dry_run=dry_run)
+        async with self.pool.acquire() as conn:
+            await require_tenant(conn, tenant_id)
+            known = await registered(conn, tenant_id)
+            if not dry_run:
+                summary.run_id = await start_run(conn, tenant_id, kind, {"dry_run": dry_run})
+        status = "interrupted"
+        try:
+            seen, errored = await self._sync(
+                tenant_id, docs, known, allow, public, meta or {}, dry_run, summary,
+                progress or NoProgress(),
+            )  # fmt: skip
+            if prune is not None:
+                doomed = [
+                    row.doc_id
+                    for row in known.values()
+                    if row.doc_id not in seen and prune(row) and not _under_any(row, errored)
+                ]
+                await self._remove(tenant_id, doomed, summary, dry_run, progress)
+            status = "failed" if summary.failed else "ok"
+        finally:
+            summary.seconds = round(time.perf_counter() - t0, 3)
+            if summary.run_id is not None:
+                await asyncio.shield(self._finish(summary, status))
+        return summary
+
+    async def _finish(self, summary: Summary, status: str) -> None:
+        assert summary.run_id is not None
+        stats = msgspec.to_builtins(summary)
+        stats["errors"] = stats["errors"][:100]
+        async with self.pool.acquire() as conn:
+            await finish_run(conn, summary.run_id, status, stats)
+
+    async def _sync(
+        self,
+        tenant_id: str,
+        docs: Iterable[SourceDoc | LoadError],
+        known: dict[str, DocRow],
+        allow: Sequence[str],
+        public: bool,
+        meta: dict[str, Any],
+        dry_run: bool,
+        summary: Summary,
+        progress: Progress,
+    ) -> tuple[set[str], set[str]]:
+        loop = asyncio.get_running_loop()
+        planned: asyncio.Queue[Any] = asyncio.Queue(self.options.queue_docs)
+        ready: asyncio.Queue[Any] = asyncio.Queue(4)
+        stop = threading.Event()
+        seen: dict[str, str] = {}
+        errored: set[str] = set()
+        salt = hash_salt(self.embedder)
+
+        def put(item: Any) -> None:
+            fut = asyncio.run_coroutine_threadsafe(planned.put(item), loop)
+            while True:
+                try:
+                    fut.result(timeout=0.2)
+                    return
+                except concurrent.futures.TimeoutError:
+                    if stop.is_set():
+                        fut.cancel()
+                        raise _Stopped from None
+
+        def plan(item: SourceDoc | LoadError) -> Any:
+            if isinstance(item, LoadError):
+                errored.add(item.path)
+                if item.doc_id is not None:
+                    seen.setdefault(item.doc_id, item.path)
+                failure = Failure(path=item.path, line=item.line, reason=item.reason)
+                return _Settled(doc_id=item.doc_id or "", action="failed", failure=failure)
+            where = _where(item)
+            if item.doc_id in seen:
+                errored.add(item.origin)
+                reason = f"duplicate document id {item.doc_id!r} (also from {seen[item.doc_id]})"
+                return _Settled(
+                    doc_id=item.doc_id, action="failed", failure=Failure(path=where, reason=reason)
+                )
+            seen[item.doc_id] = where
+            try:
+                acl = resolve_acl(item, allow, public)
+            except NoAcl as exc:
+                failure = Failure(path=where, reason=str(exc))
+                return _Settled(doc_id=item.doc_id, action="failed", failure=failure)
+            metadata = {**item.metadata, **meta}
+            digest = item.content_hash(acl, metadata, salt)
+            old = known.get(item.doc_id)
+            if old is not None and old.content_hash == digest and old.status == "indexed":
+                return _Settled(doc_id=item.doc_id, action="unchanged")
+            try:
+                return prepare(
+                    tenant_id,
+                    item,
+                    acl=acl,
+                    metadata=metadata,
+                    digest=digest,
+                    old=old,
+                    embedder=self.embedder,
+                )
+            except Exception as exc:  # a document the chunker cannot handle fails alone
+                return _Settled(
+                    doc_id=item.doc_id,
+                    action="failed",
+                    failure=Failure(path=where, reason=f"cannot chunk: {exc}"),
+                )
+
+        def produce() -> None:
+            try:
+                for item in docs:
+                    if stop.is_set():
+                        return
+                    put(plan(item))
+                put(_DONE)
+            except _Stopped:
+                return
+
+        parser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-parse")
+        embed_exec = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-embed")
+        producer = loop.run_in_executor(parser, produce)
+        writer = asyncio.create_task(self._write_stage(tenant_id, ready, summary, progress))
+        try:
+            await self._embed_stage(planned, ready, embed_exec, dry_run, summary, progress)
+            await ready.put(_DONE)
+            await writer
+            await producer  # re-raises an error of the source iterator itself
+        finally:
+            stop.set()
+            if not writer.done():
+                writer.cancel()
+                with contextlib.suppress(BaseException):
+                    await writer
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(producer)
+            parser.shutdown(wait=False)
+            embed_exec.shutdown(wait=False)
+        return set(seen), errored
+
+    def _settle(self, s: _Settled, summary: Summary, progress: Progress) -> None:
+        if s.action == "unchanged":
+            summary.unchanged += 1
+        else:
+            summary.failed += 1
+            if s.failure is not None:
+                summary.errors.append(s.failure)
+        progress.doc_done(s.action, 0)
+
+    async def _embed_stage(
+        self,
+        planned: asyncio.Queue[Any],
+        ready: asyncio.Queue[Any],
+        executor: ThreadPoolExecutor,
+        dry_run: bool,
+        summary: Summary,
+        progress: Progress,
+    ) -> None:
+        """Gather chunks across documents into batches; hand finished documents to the writer."""
+        loop = asyncio.get_running_loop()
+        batch = self.options.embed_batch
+        waiting: list[Prepared] = []  # documents with chunks not yet embedded, in order
+        queue: list[tuple[Prepared, int]] = []  # (document, chunk index) not yet embedded
+
+        async def embed(n: int) -> None:
+            refs, queue[:] = queue[:n], queue[n:]
+            texts = [p.texts[i] for p, i in refs]
+            try:
+                vectors = await loop.run_in_executor(executor, self.embedder.embed, texts)
+                self.embed_calls += 1
+                if self.embedded_batches is not None:
+                    self.embedded_batches.append(texts)
+                for (p, i), v in zip(refs, vectors, strict=True):
+                    p.vectors[i] = v.tolist()
+            except Exception as exc:
+                for p, _ in refs:
+                    p.error = p.error or f"embedding failed: {type(exc).__name__}: {exc}"
+            done = [p for p in waiting if p.error is not None or None not in p.vectors]
+            if done:
+                pending_ids = {id(p) for p, _ in queue}
+                done = [p for p in done if id(p) not in pending_ids]
+                waiting[:] = [p for p in waiting if p not in done]
+                await ready.put(done)
+
+        while True:
+            item = await planned.get()
+            if item is _DONE:
+                break
+            if isinstance(item, _Settled):
+                self._settle(item, summary, progress)
+                continue
+            assert isinstance(item, Prepared)
+            if dry_run:
+                summary.changes.append(
+                    Change(doc_id=item.doc.doc_id, action=item.action, chunks=len(item.texts))
+                )
+                summary.added += item.action == "add"
+                summary.updated += item.action == "update"
+                summary.chunks += len(item.texts)
+                progress.doc_done(item.action, len(item.texts))
+                continue
+            if not item.texts:
+                await ready.put([item])
+                continue
+            waiting.append(item)
+            queue.extend((item, i) for i in range(len(item.texts)))
+            while len(queue) >= batch:
+                await embed(batch)
+        while queue:
+            await embed(min(batch, len(queue)))
+
+    async def _write_stage(
+        self, tenant_id: str, ready: asyncio.Queue[Any], summary: Summary, progress: Progress
+    ) -> None:
+        while True:
+            docs = await ready.get()
+            if docs is _DONE:
+                return
+            await self._write(tenant_id, docs, summary, progress)
+
+    async def _write(
+        self, tenant_id: str, docs: list[Prepared], summary: Summary, progress: Progress
+    ) -> None:
+        """Write finished documents: pending → one upsert (+ tombstone cleanup) → recorded."""
+        assert self.index is not None
+        ok = [p for p in docs if p.error is None]
+        if ok:
+            async with self.pool.acquire() as conn:
+                await mark_pending(conn, tenant_id, [p.row("pending") for p in ok])
+            try:
+                chunks = [c for p in ok for c in p.chunks(self.embedder.dim)]
+                await self.index.upsert(chunks)
+                for p in ok:
+                    first = p.stale_from
+                    if first is not None:
+                        await self.index.delete_chunks_from(tenant_id, p.doc.doc_id, first)
+            except Exception as exc:
+                for p in ok:
+                    p.error = f"index write failed: {type(exc).__name__}: {exc}"
+                ok = []
+        failed = [p for p in docs if p.error is not None]
+        rows = [p.row() for p in ok] + [p.row("failed", (p.error or "")[:500]) for p in failed]
+        async with self.pool.acquire() as conn, conn.transaction():
+            await record_written(conn, tenant_id, rows)
+            if ok:
+                await bump_index_version(conn, tenant_id)
+        for p in ok:
+            summary.added += p.old is None
+            summary.updated += p.old is not None
+            summary.chunks += len(p.pieces)
+            progress.doc_done(p.action, len(p.pieces))
+        for p in failed:
+            summary.failed += 1
+            summary.errors.append(Failure(path=_where(p.doc), reason=p.error or "failed"))
+            progress.doc_done("failed", 0)
+
+    # -------------------------------------------------------------------------- remove
+    async def remove(
+        self, tenant_id: str, doc_ids: Sequence[str], *, dry_run: bool = False
+    ) -> Summary:
+        t0 = time.perf_counter()
+        summary = Summary(tenant=tenant_id, dry_run=dry_run)
+        async with self.pool.acquire() as conn:
+            await require_tenant(conn, tenant_id)
+            if not dry_run:
+                summary.run_id = await start_run(conn, tenant_id, "rm", {"dry_run": dry_run})
+        status = "interrupted"
+        try:
+            await self._remove(tenant_id, list(doc_ids), summary, dry_run, None)
+            status = "ok"
+        finally:
+            summary.seconds = round(time.perf_counter() - t0, 3)
+            if summary.run_id is not None:
+                await asyncio.shield(self._finish(summary, status))
+        return summary
+
+    async def _remove(
+        self,
+        tenant_id: str,
+        doc_ids: list[str],
+        summary: Summary,
+        dry_run: bool,
+        progress: Progress | None,
+    ) -> None:
+        """Mark pending, delete from the index, then forget: an interrupted remove is redone."""
+        if not doc_ids:
+            return
+        async with self.pool.acquire() as conn:
+            present = set(await registered(conn, tenant_id, doc_ids))
+        if dry_run:
+            summary.removed += len(present)
+            summary.changes.extend(Change(doc_id=d, action="remove") for d in sorted(present))
+            return
+        assert self.index is not None
+        async with self.pool.acquire() as conn:
+            await conn.execute(
+                "UPDATE documents SET status = 'pending', updated_at = now()"
+                " WHERE tenant_id = $1 AND doc_id = ANY($2)",
+                tenant_id,
+                doc_ids,
+            )
+        for doc_id in doc_ids:
+            await self.index.delete_document(tenant_id, doc_id)
+        async with self.pool.acquire() as conn, conn.transaction():
+            summary.removed += await forget_documents(conn, tenant_id, doc_ids)
+            await bump_index_version(conn, tenant_id)
+        if progress is not None:
+            for _ in present:
+                progress.doc_done("removed", 0)
+
+
+def _under_any(row: DocRow, paths: set[str]) -> bool:
+    """A document from a source that failed to load this time is never pruned."""
+    return any(row.origin == p or row.origin.startswith(p.rstrip("/") + "/") for p in paths if p)

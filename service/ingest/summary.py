@@ -1,0 +1,59 @@
+"""What a run did: counts, failures with their source and reason, and (dry run) the plan."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import msgspec
+
+
+class Failure(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A source that could not be indexed: the file (and line, for JSONL) and why."""
+
+    path: str
+    reason: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line is not None else self.path
+        return f"{where}: {self.reason}"
+
+
+class Change(msgspec.Struct, kw_only=True):
+    """One document a dry run would change: `add`, `update` or `remove`."""
+
+    doc_id: str
+    action: str
+    chunks: int = 0
+
+
+class Summary(msgspec.Struct, kw_only=True):
+    tenant: str
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    failed: int = 0
+    chunks: int = 0
+    seconds: float = 0.0
+    errors: list[Failure] = msgspec.field(default_factory=list)
+    dry_run: bool = False
+    changes: list[Change] = msgspec.field(default_factory=list)
+    run_id: int | None = None
+
+    def merge(self, other: Summary) -> None:
+        for f in ("added", "updated", "unchanged", "removed", "failed", "chunks"):
+            setattr(self, f, getattr(self, f) + getattr(other, f))
+        self.errors.extend(other.errors)
+        self.changes.extend(other.changes)
+
+
+class Progress(Protocol):
+    """Told about each document as it is settled (written, skipped, removed or failed)."""
+
+    def doc_done(self, action: str, chunks: int) -> None: ...
+
+
+class NoProgress:
+    def doc_done(self, action: str, chunks: int) -> None:
+        return None
