@@ -131,18 +131,20 @@ def cmd_index_add(args: argparse.Namespace, settings: Settings) -> int:
     settings = indexing_settings(settings, args.threads)
     remote = _remote(args, settings)
     if remote is not None:
-        from indexing.remote import remote_add
+        from indexing.remote import remote_add, unreachable
 
-        return _run(lambda: remote_add(remote[0], remote[1], args), args)
+        with unreachable(remote[0]):
+            return _run(lambda: remote_add(remote[0], remote[1], args), args)
     return _run(lambda: index_add(settings, args), args)
 
 
 def cmd_index_rm(args: argparse.Namespace, settings: Settings) -> int:
     remote = _remote(args, settings)
     if remote is not None:
-        from indexing.remote import remote_rm
+        from indexing.remote import remote_rm, unreachable
 
-        return _run(lambda: remote_rm(remote[0], remote[1], args), args)
+        with unreachable(remote[0]):
+            return _run(lambda: remote_rm(remote[0], remote[1], args), args)
 
     async def go() -> Summary:
         indexer, close = await open_indexer(settings, dry_run=args.dry_run)

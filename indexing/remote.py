@@ -1,15 +1,206 @@
-"""Indexing through a running service (filled in below)."""
+"""`ragline index add|rm --url URL --key KEY`: index through a running service.
+
+Files are found and parsed here, exactly as for the embedded index; unchanged documents are
+skipped here too (the service lists its registry with each document's hash), so only new or
+changed documents travel, in batches, to `POST /v1/index/documents`, where the service chunks,
+embeds and writes them. `--prune` removes gone documents with `DELETE /v1/index/documents/ID`.
+"""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import quote
 
-from service.ingest.summary import Summary
+import httpx
+import msgspec
+
+from indexing.loaders import Selection, estimate_documents, list_sources, prune_scope, read_sources
+from indexing.progress import BarProgress
+from service.db.documents import DocRow
+from service.errors import UpstreamError
+from service.ingest.documents import LoadError, SourceDoc
+from service.ingest.plan import NoAcl, resolve_acl
+from service.ingest.summary import Failure, Summary
+
+BATCH_DOCS = 64
+BATCH_BYTES = 4_000_000
+TIMEOUT = httpx.Timeout(600.0, connect=10.0)
+
+
+class RemoteError(UpstreamError):
+    """The service refused or failed a request: `ragline` prints it and exits 1."""
+
+
+class _Registered(msgspec.Struct):
+    doc_id: str
+    content_hash: str
+    status: str
+    origin: str
+    chunks: int
+
+
+class _Registry(msgspec.Struct):
+    tenant: str
+    hash_salt: str
+    documents: list[_Registered]
+
+
+@contextmanager
+def unreachable(url: str) -> Iterator[None]:
+    """A service that cannot be reached is a clear error, not a traceback."""
+    try:
+        yield
+    except httpx.TransportError as exc:
+        raise RemoteError(f"cannot reach {url}: {type(exc).__name__}: {exc}") from None
+
+
+def _client(url: str, key: str) -> httpx.AsyncClient:
+    return httpx.AsyncClient(
+        base_url=url.rstrip("/"), headers={"Authorization": f"Bearer {key}"}, timeout=TIMEOUT
+    )
+
+
+def _check(resp: httpx.Response) -> bytes:
+    if resp.status_code >= 400:
+        try:
+            problem = resp.json()
+            detail = f"{problem.get('code')}: {problem.get('detail')}"
+        except ValueError:
+            detail = resp.text[:200]
+        where = f"{resp.request.method} {resp.request.url.path}"
+        raise RemoteError(f"{where}: {resp.status_code} {detail}")
+    return resp.content
+
+
+async def _registry(client: httpx.AsyncClient, tenant: str | None) -> _Registry:
+    reg = msgspec.json.decode(_check(await client.get("/v1/index/documents")), type=_Registry)
+    if tenant and tenant != reg.tenant:
+        raise RemoteError(f"the key belongs to tenant {reg.tenant!r}, not {tenant!r}")
+    return reg
+
+
+def _batches(docs: list[SourceDoc]) -> Iterator[list[SourceDoc]]:
+    batch: list[SourceDoc] = []
+    size = 0
+    for d in docs:
+        n = len(d.text.encode()) + 1024
+        if batch and (len(batch) >= BATCH_DOCS or size + n > BATCH_BYTES):
+            yield batch
+            batch, size = [], 0
+        batch.append(d)
+        size += n
+    if batch:
+        yield batch
 
 
 async def remote_add(url: str, key: str, args: argparse.Namespace) -> Summary:
-    raise NotImplementedError
+    from indexing.cli import parse_meta
+
+    selection = Selection(include=tuple(args.include or ()), exclude=tuple(args.exclude or ()))
+    roots = [Path(p) for p in args.paths]
+    meta = parse_meta(args.meta)
+    async with _client(url, key) as client:
+        reg = await _registry(client, args.tenant)
+        summary = Summary(tenant=reg.tenant, dry_run=args.dry_run)
+        known = {r.doc_id: r for r in reg.documents}
+        sources = []
+        for root in roots:
+            if root.exists():
+                sources.extend(list_sources(root, selection))
+            else:
+                summary.failed += 1
+                summary.errors.append(Failure(path=str(root), reason="no such file or directory"))
+        seen: set[str] = set()
+        errored: set[str] = set()
+        send: list[SourceDoc] = []
+        with BarProgress(estimate_documents(sources), "reading", enabled=not args.json) as bar:
+            for item in read_sources(sources):
+                if isinstance(item, LoadError):
+                    errored.add(item.path)
+                    if item.doc_id:
+                        seen.add(item.doc_id)
+                    summary.failed += 1
+                    summary.errors.append(
+                        Failure(path=item.path, line=item.line, reason=item.reason)
+                    )
+                    bar.doc_done("failed", 0)
+                    continue
+                seen.add(item.doc_id)
+                try:
+                    acl = resolve_acl(item, args.allow or [], args.public)
+                except NoAcl as exc:
+                    summary.failed += 1
+                    summary.errors.append(Failure(path=item.origin, reason=str(exc)))
+                    bar.doc_done("failed", 0)
+                    continue
+                merged = {**item.metadata, **meta}
+                old = known.get(item.doc_id)
+                digest = item.content_hash(acl, merged, reg.hash_salt)
+                if old is not None and old.status == "indexed" and old.content_hash == digest:
+                    summary.unchanged += 1
+                    bar.doc_done("unchanged", 0)
+                    continue
+                send.append(msgspec.structs.replace(item, acl=acl, metadata=merged))
+        with BarProgress(len(send), "indexing", enabled=not args.json and bool(send)) as bar:
+            for batch in _batches(send):
+                body = msgspec.json.encode({"documents": batch, "dry_run": args.dry_run})
+                resp = await client.post(
+                    "/v1/index/documents",
+                    content=body,
+                    headers={"Content-Type": "application/json"},
+                )
+                part = msgspec.json.decode(_check(resp), type=Summary)
+                summary.merge(part)
+                for _ in batch:
+                    bar.doc_done("sent", 0)
+        if args.prune:
+            in_scope = prune_scope(roots, selection)
+            doomed = [
+                r.doc_id
+                for r in reg.documents
+                if r.doc_id not in seen and in_scope(_row(r)) and not _errored(r.origin, errored)
+            ]
+            if args.dry_run:
+                summary.removed += len(doomed)
+            else:
+                for doc_id in doomed:
+                    part = await _delete(client, doc_id)
+                    summary.merge(part)
+    return summary
+
+
+def _row(r: _Registered) -> DocRow:
+    return DocRow(
+        doc_id=r.doc_id,
+        content_hash=r.content_hash,
+        acl=[],
+        version=0,
+        chunk_count=r.chunks,
+        status=r.status,
+        origin=r.origin,
+    )
+
+
+def _errored(origin: str, paths: set[str]) -> bool:
+    return any(origin == p or origin.startswith(p.rstrip("/") + "/") for p in paths)
+
+
+async def _delete(client: httpx.AsyncClient, doc_id: str) -> Summary:
+    resp = await client.delete(f"/v1/index/documents/{quote(doc_id, safe='/')}")
+    return msgspec.json.decode(_check(resp), type=Summary)
 
 
 async def remote_rm(url: str, key: str, args: argparse.Namespace) -> Summary:
-    raise NotImplementedError
+    async with _client(url, key) as client:
+        reg = await _registry(client, args.tenant)
+        summary = Summary(tenant=reg.tenant, dry_run=args.dry_run)
+        present = {r.doc_id for r in reg.documents}
+        for doc_id in args.doc_ids:
+            if args.dry_run:
+                summary.removed += doc_id in present
+            else:
+                summary.merge(await _delete(client, doc_id))
+    return summary

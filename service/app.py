@@ -9,6 +9,7 @@ from litestar import Litestar
 from litestar.exceptions import HTTPException
 
 from service.api.auth import KeyCache
+from service.api.index_routes import index_handlers
 from service.api.middleware import RequestIdMiddleware
 from service.api.problems import http_error_handler, ragline_error_handler, unexpected_error_handler
 from service.api.routes import answer, healthz, readyz, search
@@ -32,7 +33,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
                 await rt.close()
 
     return Litestar(
-        route_handlers=[answer, search, healthz, readyz],
+        route_handlers=[answer, search, healthz, readyz, *index_handlers(settings)],
         lifespan=[lifespan],
         middleware=[RequestIdMiddleware],
         exception_handlers={

@@ -51,6 +51,7 @@ class Runtime:
         self.pool = pool
         self.index = index
         self.embedder = embedder
+        self.ingest_lock = asyncio.Lock()  # the index API ingests one request at a time
         self.batcher = MicroBatcher(
             embedder,
             max_batch=settings.embedder.max_batch,

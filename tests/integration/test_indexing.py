@@ -1,0 +1,259 @@
+"""The indexer against real PostgreSQL, Qdrant Edge and the real embedder: every format, edits,
+deletes, --prune, dry runs, failures, an interrupted run resumed, Hindi, and the registry and
+the index agreeing after each of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from indexing.loaders import Selection, load_path, prune_scope
+from service.db.tenants import create_tenant, index_version
+from service.identity import identities
+from service.index.protocol import SearchQuery
+from service.ingest.pipeline import Indexer, IngestOptions
+from service.text.bm25 import query_vector
+from tests.files import make_corpus
+from tests.helpers import write
+
+pytestmark = pytest.mark.integration
+
+SAMPLE_HI = Path(__file__).resolve().parents[2] / "data" / "sample" / "hi"
+
+
+def indexer(runtime: Any, **opts: Any) -> Indexer:
+    return Indexer(runtime.pool, runtime.index, runtime.embedder, IngestOptions(**opts))
+
+
+async def tenant(runtime: Any, name: str) -> str:
+    async with runtime.pool.acquire() as conn:
+        await create_tenant(conn, name)
+    return name
+
+
+async def registry(runtime: Any, tenant_id: str) -> dict[str, Any]:
+    async with runtime.pool.acquire() as conn:
+        rows = await conn.fetch(
+            "SELECT doc_id, status, chunk_count, lang, acl, version FROM documents"
+            " WHERE tenant_id = $1",
+            tenant_id,
+        )
+    return {r["doc_id"]: dict(r) for r in rows}
+
+
+async def assert_consistent(runtime: Any, tenant_id: str) -> None:
+    """Every indexed document's chunks are in the index, and nothing else is."""
+    reg = await registry(runtime, tenant_id)
+    assert all(r["status"] == "indexed" for r in reg.values()), reg
+    assert await runtime.index.count(tenant_id) == sum(r["chunk_count"] for r in reg.values())
+
+
+async def find(runtime: Any, tenant_id: str, query: str, who: frozenset[str]) -> list[Any]:
+    vec = runtime.embedder.embed([query])[0].tolist()
+    hits: list[Any] = await runtime.index.search(
+        SearchQuery(
+            tenant_id=tenant_id, identities=who, dense=vec, sparse=query_vector(query), limit=20
+        )
+    )
+    return hits
+
+
+EVERYONE = identities("u", ["eng", "staff"])
+
+
+async def test_every_format_is_indexed_and_searchable(runtime: Any, tmp_path: Path) -> None:
+    t = await tenant(runtime, "formats")
+    s = await indexer(runtime).add(t, load_path(make_corpus(tmp_path)), public=True)
+    assert (s.added, s.failed, s.errors) == (7, 0, [])
+    reg = await registry(runtime, t)
+    assert {r["lang"] for r in reg.values()} == {"en"}
+    assert reg["guide.md"]["acl"] == ["group:eng"] and reg["faq-1"]["acl"] == ["public"]
+    await assert_consistent(runtime, t)
+    for query, doc_id in [
+        ("otter product line revenue", "reports/q3.pdf"),
+        ("receipts for taxis", "policies/travel.docx"),
+        ("heron pipeline staging cluster", "site/deploy.html"),
+        ("masala dosa canteen", "notes.txt"),
+        ("visitor parking level", "faq-1"),
+    ]:
+        hits = await find(runtime, t, query, EVERYONE)
+        assert hits[0].doc_id == doc_id, (query, [h.doc_id for h in hits])
+    again = await indexer(runtime).add(t, load_path(tmp_path), public=True)
+    assert (again.unchanged, again.added, again.updated, again.chunks) == (7, 0, 0, 0)
+
+
+async def test_edit_replaces_and_shrinks_without_leftovers(runtime: Any, tmp_path: Path) -> None:
+    t = await tenant(runtime, "edits")
+    long = "\n\n".join(
+        f"## Part {i}\n\nThe walrus clause number {i} says invoices are due in {i} days." * 3
+        for i in range(12)
+    )
+    write(tmp_path, "doc.md", f"# Contract\n\n{long}\n")
+    first = await indexer(runtime).add(t, load_path(tmp_path), public=True)
+    before = (await registry(runtime, t))["doc.md"]
+    assert first.added == 1 and before["chunk_count"] > 3
+    async with runtime.pool.acquire() as conn:
+        v0 = await index_version(conn, t)
+    write(tmp_path, "doc.md", "# Contract\n\nThe narwhal clause replaces every walrus clause.\n")
+    second = await indexer(runtime).add(t, load_path(tmp_path), public=True)
+    after = (await registry(runtime, t))["doc.md"]
+    assert (second.updated, after["chunk_count"], after["version"]) == (1, 1, before["version"] + 1)
+    await assert_consistent(runtime, t)
+    hits = await find(runtime, t, "walrus clause invoices due", EVERYONE)
+    assert [h.text for h in hits] == ["The narwhal clause replaces every walrus clause."]
+    async with runtime.pool.acquire() as conn:
+        assert await index_version(conn, t) > v0
+
+
+async def test_rm_and_prune_remove_documents(runtime: Any, tmp_path: Path) -> None:
+    t = await tenant(runtime, "prune")
+    for rel in ("keep.md", "gone.md", "drafts/wip.md", "other.txt"):
+        write(tmp_path, rel, f"# {rel}\n\nThe pelican memo {rel} text.\n")
+    write(tmp_path, "recs.jsonl", '{"_id": "r1", "text": "one"}\n{"_id": "r2", "text": "two"}\n')
+    await indexer(runtime).add(t, load_path(tmp_path), public=True)
+    (tmp_path / "gone.md").unlink()
+    (tmp_path / "drafts" / "wip.md").unlink()
+    (tmp_path / "other.txt").unlink()
+    write(tmp_path, "recs.jsonl", '{"_id": "r1", "text": "one"}\n')
+    sel = Selection(exclude=("*.txt",))  # like rsync --delete: excluded files are left alone
+    plan = await indexer(runtime).add(
+        t, load_path(tmp_path, sel), public=True, prune=prune_scope([tmp_path], sel), dry_run=True
+    )
+    assert plan.removed == 3 and {c.doc_id for c in plan.changes} == {
+        "gone.md", "drafts/wip.md", "r2"
+    }  # fmt: skip
+    assert set(await registry(runtime, t)) == {
+        "keep.md", "gone.md", "drafts/wip.md", "other.txt", "r1", "r2"
+    }  # fmt: skip
+    done = await indexer(runtime).add(
+        t, load_path(tmp_path, sel), public=True, prune=prune_scope([tmp_path], sel)
+    )
+    assert (done.removed, done.unchanged) == (3, 2)
+    assert set(await registry(runtime, t)) == {"keep.md", "other.txt", "r1"}
+    await assert_consistent(runtime, t)
+    gone = await indexer(runtime).remove(t, ["other.txt", "no-such-doc"])
+    assert gone.removed == 1 and set(await registry(runtime, t)) == {"keep.md", "r1"}
+    await assert_consistent(runtime, t)
+
+
+async def test_bad_files_fail_alone_and_are_retried(runtime: Any, tmp_path: Path) -> None:
+    t = await tenant(runtime, "corrupt")
+    write(tmp_path, "a.md", "# A\n\nThe ibis report is fine.\n")
+    write(tmp_path, "b.md", "# B\n\nThe stork report is fine too.\n")
+    (tmp_path / "c.pdf").write_bytes(b"%PDF-1.7\ngarbage")
+    write(tmp_path, "d.jsonl", '{"_id": "ok", "text": "fine record"}\nnot json\n')
+    write(tmp_path, "e.md", "# E\n\nno acl given and no --public\n")
+    s = await indexer(runtime).add(t, load_path(tmp_path), allow=[])
+    # every document needs an ACL: without --allow/--public only front-matter ACLs would pass
+    assert s.failed == 6 and s.added == 0
+    s = await indexer(runtime).add(t, load_path(tmp_path), allow=["group:eng"])
+    where = {(Path(e.path).name, e.line) for e in s.errors}
+    assert (s.added, s.failed) == (4, 2) and where == {("c.pdf", None), ("d.jsonl", 2)}
+    assert all(e.reason for e in s.errors)
+    await assert_consistent(runtime, t)
+
+
+class FlakyIndex:
+    """The real index, except that chosen upserts fail."""
+
+    def __init__(self, inner: Any, fail_on: set[int]) -> None:
+        self.inner, self.fail_on, self.calls = inner, fail_on, 0
+
+    async def upsert(self, chunks: Any) -> None:
+        self.calls += 1
+        if self.calls in self.fail_on:
+            raise RuntimeError("disk on fire")
+        await self.inner.upsert(chunks)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+async def test_failed_write_marks_documents_failed_and_next_run_repairs(
+    runtime: Any, tmp_path: Path
+) -> None:
+    t = await tenant(runtime, "flaky")
+    for i in range(6):
+        write(tmp_path, f"d{i}.md", f"# D{i}\n\nThe gannet fact number {i}.\n")
+    flaky = FlakyIndex(runtime.index, fail_on={2})
+    s = await Indexer(runtime.pool, flaky, runtime.embedder, IngestOptions(embed_batch=2)).add(
+        t, load_path(tmp_path), public=True
+    )
+    reg = await registry(runtime, t)
+    failed = {d for d, r in reg.items() if r["status"] == "failed"}
+    assert s.failed == len(failed) == 2 and s.added == 4
+    assert all("disk on fire" in e.reason for e in s.errors)
+    s = await indexer(runtime).add(t, load_path(tmp_path), public=True)
+    assert (s.added + s.updated, s.unchanged, s.failed) == (2, 4, 0)
+    await assert_consistent(runtime, t)
+
+
+async def test_interrupted_run_is_consistent_and_resumes(runtime: Any, tmp_path: Path) -> None:
+    t = await tenant(runtime, "resume")
+    for i in range(24):
+        write(tmp_path, f"n{i:02}.md", f"# Note {i}\n\nThe puffin observation number {i}.\n")
+    settled = asyncio.Event()
+    count = 0
+
+    class CancelAfter:
+        def doc_done(self, action: str, chunks: int) -> None:
+            nonlocal count
+            count += 1
+            if count == 6:
+                settled.set()
+
+    run = asyncio.create_task(
+        indexer(runtime, embed_batch=2).add(
+            t, load_path(tmp_path), public=True, progress=CancelAfter()
+        )
+    )
+    await settled.wait()
+    run.cancel()  # what Ctrl-C does to `asyncio.run`'s main task
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    reg = await registry(runtime, t)
+    indexed = {d for d, r in reg.items() if r["status"] == "indexed"}
+    assert 6 <= len(indexed) < 24
+    # what the registry calls indexed is fully in the index; pending ones are redone next run
+    assert await runtime.index.count(t) >= sum(reg[d]["chunk_count"] for d in indexed)
+    async with runtime.pool.acquire() as conn:
+        status = await conn.fetchval(
+            "SELECT status FROM ingest_runs WHERE tenant_id = $1 ORDER BY run_id DESC LIMIT 1", t
+        )
+    assert status == "interrupted"
+    s = await indexer(runtime).add(t, load_path(tmp_path), public=True)
+    assert s.unchanged == len(indexed) and s.added + s.updated == 24 - len(indexed)
+    await assert_consistent(runtime, t)
+
+
+async def test_hindi_documents_chunk_and_tokenize(runtime: Any) -> None:
+    t = await tenant(runtime, "hindi")
+    s = await indexer(runtime).add(t, load_path(SAMPLE_HI), public=True)
+    assert s.failed == 0 and s.added >= 3
+    reg = await registry(runtime, t)
+    assert sum(r["lang"] == "hi" for r in reg.values()) >= 0.8 * len(reg)
+    await assert_consistent(runtime, t)
+    hits = await find(runtime, t, "function में किसी path parameter का type declare", EVERYONE)
+    assert hits[0].doc_id == "tutorial/path-params.md" and hits[0].lang == "hi"
+    texts = [h.title + "\n" + h.text for h in hits]
+    assert max(runtime.embedder.count_tokens(texts)) <= runtime.embedder.max_tokens
+
+
+async def test_dry_run_writes_nothing(runtime: Any, tmp_path: Path) -> None:
+    t = await tenant(runtime, "dry")
+    write(tmp_path, "x.md", "# X\n\nThe cormorant plan.\n")
+    async with runtime.pool.acquire() as conn:
+        v0 = await index_version(conn, t)
+    s = await Indexer(runtime.pool, None, runtime.embedder).add(
+        t, load_path(tmp_path), public=True, dry_run=True
+    )
+    assert s.dry_run and s.added == 1 and s.chunks == 1 and s.run_id is None
+    assert [c.action for c in s.changes] == ["add"]
+    assert await registry(runtime, t) == {} and await runtime.index.count(t) == 0
+    async with runtime.pool.acquire() as conn:
+        assert await index_version(conn, t) == v0
+        assert not await conn.fetchval("SELECT count(*) FROM ingest_runs WHERE tenant_id = $1", t)
