@@ -14,6 +14,7 @@ import msgspec
 from litestar import Request, Response, delete, get, post
 from litestar.datastructures import State
 from litestar.handlers import HTTPRouteHandler
+from litestar.params import FromPath
 
 from service.api.auth import authenticate
 from service.api.body import read_json
@@ -91,7 +92,9 @@ def index_handlers(settings: Settings) -> list[HTTPRouteHandler]:
         return _json(summary)
 
     @delete("/v1/index/documents/{doc_id:path}", status_code=200)
-    async def delete_document(request: AnyRequest, state: State, doc_id: str) -> Response[bytes]:
+    async def delete_document(
+        request: AnyRequest, state: State, doc_id: FromPath[str]
+    ) -> Response[bytes]:
         rt: Runtime = state.runtime
         principal = await authenticate(request, rt, state.key_cache, "index")
         async with rt.ingest_lock:
