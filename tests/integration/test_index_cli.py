@@ -1,0 +1,93 @@
+"""`ragline index …` as a user runs it: exit codes, --json output, status and ls, dry runs.
+
+The CLI opens the embedded index itself, so it gets a state directory of its own (sharing the
+exported model) while the session's runtime keeps its index open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from service.cli import main
+from tests.files import make_corpus
+from tests.helpers import write
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def cli_env(settings: Any, embedder: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "models").symlink_to((settings.state_dir / "models").resolve())
+    monkeypatch.setenv("RAGLINE_DATABASE_URL", settings.database.url)
+    monkeypatch.setenv("RAGLINE_STORAGE_STATE_DIR", str(state))
+    return tmp_path
+
+
+async def ragline(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
+    capsys.readouterr()
+    code = await asyncio.to_thread(main, list(argv))
+    out = capsys.readouterr().out.strip()
+    return code, json.loads(out.splitlines()[-1]) if out.startswith(("{", "[")) else out
+
+
+async def test_index_add_status_ls_and_exit_codes(
+    cli_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    docs = make_corpus(cli_env / "docs")
+    (docs / "broken.pdf").write_bytes(b"%PDF-1.4 nope")
+    assert (await ragline(capsys, "tenants", "create", "clico"))[0] == 0
+
+    code, plan = await ragline(capsys, "index", "add", str(docs), "--tenant", "clico",
+                               "--public", "--dry-run", "--json")  # fmt: skip
+    assert code == 1 and plan["dry_run"] and plan["added"] == 7 and plan["failed"] == 1
+    assert {c["action"] for c in plan["changes"]} == {"add"}
+    code, ls = await ragline(capsys, "index", "ls", "--tenant", "clico", "--json")
+    assert ls == []
+
+    code, s = await ragline(capsys, "index", "add", str(docs), "--tenant", "clico",
+                            "--public", "--json", "--exclude", "*.jsonl")  # fmt: skip
+    assert code == 1 and (s["added"], s["failed"]) == (5, 1)
+    assert s["errors"][0]["path"].endswith("broken.pdf") and s["errors"][0]["reason"]
+
+    (docs / "broken.pdf").unlink()
+    write(docs, "notes.txt", "Lunch notes\n\nThe canteen now serves idli on Fridays.\n")
+    code, s = await ragline(capsys, "index", "add", str(docs), "--tenant", "clico",
+                            "--public", "--json", "--prune")  # fmt: skip
+    assert code == 0 and (s["added"], s["updated"], s["unchanged"]) == (2, 1, 4)
+
+    code, ls = await ragline(capsys, "index", "ls", "--tenant", "clico", "--json")
+    assert len(ls) == 7 and {r["status"] for r in ls} == {"indexed"}
+    assert {"doc_id", "title", "lang", "chunks", "acl", "indexed_at"} <= set(ls[0])
+
+    code, rm = await ragline(capsys, "index", "rm", "--tenant", "clico", "faq-1", "--json")
+    assert code == 0 and rm["removed"] == 1
+
+    code, status = await ragline(capsys, "index", "status", "--tenant", "clico", "--json")
+    (row,) = status
+    assert (row["documents"], row["failed"], row["pending"]) == (6, 0, 0)
+    assert row["chunks"] >= 6 and row["index_version"] >= 3
+    assert row["last_run"]["kind"] == "rm" and row["last_run"]["status"] == "ok"
+
+    code, _ = await ragline(capsys, "index", "add", str(docs), "--tenant", "nosuch", "--public")
+    assert code == 2
+
+
+def test_bench_group_is_shared_with_other_packages() -> None:
+    import argparse
+
+    from indexing.cli import subparsers_of
+
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="command")
+    other = sub.add_parser("bench").add_subparsers(dest="sub")
+    other.add_parser("retrieval")
+    same = subparsers_of(sub, "bench", "benchmarks")
+    same.add_parser("index")
+    assert set(same.choices) == {"retrieval", "index"}
