@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from types import TracebackType
 from typing import Any
 
@@ -14,7 +15,6 @@ from rich.progress import (
     Progress,
     TextColumn,
     TimeElapsedColumn,
-    TimeRemainingColumn,
 )
 from rich.table import Table
 
@@ -36,13 +36,14 @@ class BarProgress:
             MofNCompleteColumn(),
             TextColumn("docs · {task.fields[chunks]} chunks · {task.fields[rate]}"),
             TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
+            TextColumn("ETA {task.fields[eta]}"),
             console=console,
             disable=not self.enabled,
             transient=False,
         )
-        self._task = self._bar.add_task(label, total=total or None, chunks=0, rate="")
+        self._task = self._bar.add_task(label, total=total or None, chunks=0, rate="", eta="-")
+        self._start = time.monotonic()
+        self._done = 0
 
     def __enter__(self) -> BarProgress:
         self._bar.start()
@@ -57,13 +58,30 @@ class BarProgress:
         self._bar.stop()
 
     def doc_done(self, action: str, chunks: int) -> None:
+        """Rates are averages since the start: documents settle in bursts (one per write)."""
         self.chunks += chunks
+        self._done += 1
+        elapsed = max(time.monotonic() - self._start, 1e-6)
+        docs_s, chunks_s = self._done / elapsed, self.chunks / elapsed
         task = self._bar.tasks[0]
-        speed = task.speed
-        rate = f"{speed:.1f} docs/s" if speed else ""
-        if task.total is not None and task.completed + 1 > task.total:
-            self._bar.update(self._task, total=task.completed + 1)
-        self._bar.update(self._task, advance=1, chunks=self.chunks, rate=rate)
+        total = max(task.total or 0, self._done)
+        eta = "-"
+        if self._done >= 3 and task.total:
+            eta = _clock((total - self._done) / docs_s)
+        self._bar.update(
+            self._task,
+            completed=self._done,
+            total=total or None,
+            chunks=self.chunks,
+            rate=f"{docs_s:.1f} docs/s · {chunks_s:.1f} chunks/s",
+            eta=eta,
+        )
+
+
+def _clock(seconds: float) -> str:
+    m, s = divmod(int(seconds), 60)
+    h, m = divmod(m, 60)
+    return f"{h}:{m:02}:{s:02}"
 
 
 def show_summary(s: Summary, console: Console | None = None) -> None:

@@ -65,6 +65,7 @@ class _Stopped(Exception):
 
 
 _DONE = object()
+BUCKET_BATCHES = 4
 
 
 def _where(doc: SourceDoc) -> str:
@@ -259,14 +260,16 @@ class Indexer:
         summary: Summary,
         progress: Progress,
     ) -> None:
-        """Gather chunks across documents into batches; hand finished documents to the writer."""
+        """Gather chunks across documents into batches; hand finished documents to the writer.
+
+        Chunks are taken a window of `BUCKET_BATCHES` batches at a time and sorted by length
+        before batching, so each batch pads to similar lengths (less wasted compute).
+        """
         loop = asyncio.get_running_loop()
         batch = self.options.embed_batch
-        waiting: list[Prepared] = []  # documents with chunks not yet embedded, in order
         queue: list[tuple[Prepared, int]] = []  # (document, chunk index) not yet embedded
 
-        async def embed(n: int) -> None:
-            refs, queue[:] = queue[:n], queue[n:]
+        async def embed(refs: list[tuple[Prepared, int]]) -> None:
             texts = [p.texts[i] for p, i in refs]
             try:
                 vectors = await loop.run_in_executor(executor, self.embedder.embed, texts)
@@ -278,12 +281,19 @@ class Indexer:
             except Exception as exc:
                 for p, _ in refs:
                     p.error = p.error or f"embedding failed: {type(exc).__name__}: {exc}"
-            done = [p for p in waiting if p.error is not None or None not in p.vectors]
+            done: dict[int, Prepared] = {}
+            for p, _ in refs:
+                p.outstanding -= 1
+                if p.outstanding == 0:
+                    done[id(p)] = p
             if done:
-                pending_ids = {id(p) for p, _ in queue}
-                done = [p for p in done if id(p) not in pending_ids]
-                waiting[:] = [p for p in waiting if p not in done]
-                await ready.put(done)
+                await ready.put(list(done.values()))
+
+        async def drain(n: int) -> None:
+            window, queue[:] = queue[:n], queue[n:]
+            window.sort(key=lambda ref: len(ref[0].texts[ref[1]]))
+            for k in range(0, len(window), batch):
+                await embed(window[k : k + batch])
 
         while True:
             item = await planned.get()
@@ -305,12 +315,12 @@ class Indexer:
             if not item.texts:
                 await ready.put([item])
                 continue
-            waiting.append(item)
+            item.outstanding = len(item.texts)
             queue.extend((item, i) for i in range(len(item.texts)))
-            while len(queue) >= batch:
-                await embed(batch)
+            if len(queue) >= batch * BUCKET_BATCHES:
+                await drain(batch * BUCKET_BATCHES)
         while queue:
-            await embed(min(batch, len(queue)))
+            await drain(batch * BUCKET_BATCHES)
 
     async def _write_stage(
         self, tenant_id: str, ready: asyncio.Queue[Any], summary: Summary, progress: Progress

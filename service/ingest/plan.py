@@ -59,6 +59,7 @@ class Prepared(msgspec.Struct, kw_only=True):
     sparse: list[SparseVec]
     vectors: list[list[float] | None]
     error: str | None = None
+    outstanding: int = 0  # chunks still waiting for the embedder
 
     @property
     def action(self) -> str:
