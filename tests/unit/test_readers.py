@@ -92,3 +92,7 @@ def test_language_detection() -> None:
     assert detect_lang("The otter team hired four engineers in Lisbon last spring.") == "en"
     assert detect_lang("बेंगलुरु कार्यालय सुबह नौ बजे खुलता है और शाम छह बजे बंद होता है।") == "hi"
     assert detect_lang("   ") == "und"
+    mixed = "आप `async def` और `await` के साथ Python code लिख सकते हैं, FastAPI इसे support करता है।"
+    assert detect_lang(mixed) == "hi"  # Latin code words do not make a Hindi page English
+    marathi = "माझे नाव राहुल आहे आणि मी पुण्यात राहतो. मला मराठी भाषा खूप आवडते आणि मी रोज वाचतो."
+    assert detect_lang(marathi) == "mr"
