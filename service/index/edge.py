@@ -96,7 +96,8 @@ class EdgeIndex:
             if "WouldBlock" in str(exc):
                 raise IndexLocked(
                     f"the index at {path} is open in another process (is `ragline serve` "
-                    "running?); stop it first, or index through the running service"
+                    "running?); index through it (`ragline index add … --url URL --key KEY`)"
+                    " or stop it"
                 ) from exc
             raise UpstreamError(f"cannot open the index at {path}: {exc}") from exc
         return cls(shard, threads=threads)
