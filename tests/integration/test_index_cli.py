@@ -91,3 +91,18 @@ def test_bench_group_is_shared_with_other_packages() -> None:
     same = subparsers_of(sub, "bench", "benchmarks")
     same.add_parser("index")
     assert set(same.choices) == {"retrieval", "index"}
+
+
+async def test_locked_index_points_to_url(
+    settings: Any,
+    runtime: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The session runtime holds the embedded index, as `ragline serve` would."""
+    monkeypatch.setenv("RAGLINE_DATABASE_URL", settings.database.url)
+    monkeypatch.setenv("RAGLINE_STORAGE_STATE_DIR", str(settings.state_dir))
+    write(tmp_path, "a.md", "# A\n\ntext\n")
+    code = await asyncio.to_thread(main, ["index", "add", str(tmp_path), "--tenant", "acme"])
+    assert code == 1 and "--url URL --key KEY" in capsys.readouterr().err
