@@ -26,7 +26,7 @@ import concurrent.futures
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -125,10 +125,14 @@ class Indexer:
                 ]
                 await self._remove(tenant_id, doomed, summary, dry_run, progress)
             status = "failed" if summary.failed else "ok"
+        except Exception:
+            status = "failed"
+            raise
         finally:
             summary.seconds = round(time.perf_counter() - t0, 3)
             if summary.run_id is not None:
-                await asyncio.shield(self._finish(summary, status))
+                with contextlib.suppress(Exception):  # never hide the run's own error
+                    await asyncio.shield(self._finish(summary, status))
         return summary
 
     async def _finish(self, summary: Summary, status: str) -> None:
@@ -217,17 +221,29 @@ class Indexer:
                     if stop.is_set():
                         return
                     put(plan(item))
-                put(_DONE)
             except _Stopped:
                 return
+            finally:
+                if not stop.is_set():
+                    with contextlib.suppress(_Stopped):
+                        put(_DONE)  # also after an error of the source itself (re-raised below)
 
         parser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-parse")
         embed_exec = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-embed")
         producer = loop.run_in_executor(parser, produce)
         writer = asyncio.create_task(self._write_stage(tenant_id, ready, summary, progress))
+
+        async def hand_off(item: Any) -> None:
+            """To the writer; if the writer died (e.g. PostgreSQL is gone), raise its error."""
+            put = asyncio.ensure_future(ready.put(item))
+            await asyncio.wait({put, writer}, return_when=asyncio.FIRST_COMPLETED)
+            if not put.done():
+                put.cancel()
+                writer.result()
+
         try:
-            await self._embed_stage(planned, ready, embed_exec, dry_run, summary, progress)
-            await ready.put(_DONE)
+            await self._embed_stage(planned, hand_off, embed_exec, dry_run, summary, progress)
+            await hand_off(_DONE)
             await writer
             await producer  # re-raises an error of the source iterator itself
         finally:
@@ -254,7 +270,7 @@ class Indexer:
     async def _embed_stage(
         self,
         planned: asyncio.Queue[Any],
-        ready: asyncio.Queue[Any],
+        ready: Callable[[Any], Awaitable[None]],
         executor: ThreadPoolExecutor,
         dry_run: bool,
         summary: Summary,
@@ -287,7 +303,7 @@ class Indexer:
                 if p.outstanding == 0:
                     done[id(p)] = p
             if done:
-                await ready.put(list(done.values()))
+                await ready(list(done.values()))
 
         async def drain(n: int) -> None:
             window, queue[:] = queue[:n], queue[n:]
@@ -313,7 +329,7 @@ class Indexer:
                 progress.doc_done(item.action, len(item.texts))
                 continue
             if not item.texts:
-                await ready.put([item])
+                await ready([item])
                 continue
             item.outstanding = len(item.texts)
             queue.extend((item, i) for i in range(len(item.texts)))
@@ -384,7 +400,8 @@ class Indexer:
         finally:
             summary.seconds = round(time.perf_counter() - t0, 3)
             if summary.run_id is not None:
-                await asyncio.shield(self._finish(summary, status))
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(self._finish(summary, status))
         return summary
 
     async def _remove(

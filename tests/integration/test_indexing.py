@@ -257,3 +257,38 @@ async def test_dry_run_writes_nothing(runtime: Any, tmp_path: Path) -> None:
     async with runtime.pool.acquire() as conn:
         assert await index_version(conn, t) == v0
         assert not await conn.fetchval("SELECT count(*) FROM ingest_runs WHERE tenant_id = $1", t)
+
+
+async def test_broken_source_or_registry_stops_the_run_with_its_error(
+    runtime: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No hang: an error of the source iterator or of PostgreSQL ends the run, marked failed."""
+    from service.embed.fake import HashEmbedder
+
+    t = await tenant(runtime, "broken")
+    write(tmp_path, "a.md", "# A\n\nThe tern note.\n")
+    fast = Indexer(runtime.pool, runtime.index, HashEmbedder(), IngestOptions(embed_batch=1))
+
+    def source() -> Any:
+        yield from load_path(tmp_path)
+        raise OSError("the share went away")
+
+    with pytest.raises(OSError, match="share went away"):
+        await asyncio.wait_for(fast.add(t, source(), public=True), 60)
+
+    async def no_database(*args: Any) -> None:
+        raise ConnectionError("database is down")
+
+    monkeypatch.setattr("service.ingest.pipeline.record_written", no_database)
+    write(tmp_path, "b.md", "# B\n\nThe skua note.\n")
+    with pytest.raises(ConnectionError):
+        await asyncio.wait_for(fast.add(t, load_path(tmp_path), public=True), 60)
+    async with runtime.pool.acquire() as conn:
+        statuses = await conn.fetch(
+            "SELECT status FROM ingest_runs WHERE tenant_id = $1 ORDER BY run_id", t
+        )
+    assert [r["status"] for r in statuses] == ["failed", "failed"]
+    monkeypatch.undo()
+    s = await fast.add(t, load_path(tmp_path), public=True)  # the next run repairs
+    assert s.failed == 0 and s.added + s.updated + s.unchanged == 2
+    await assert_consistent(runtime, t)
