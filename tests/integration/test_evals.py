@@ -20,6 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
+import httpx
 import msgspec
 import pytest
 import uvicorn
@@ -41,6 +42,7 @@ from service.pipeline.budget import Budget
 from service.pipeline.retrieve import Retriever
 from service.runtime import Runtime
 from tests.conftest import free_port
+from tests.helpers import auth, sse_events
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
@@ -166,7 +168,13 @@ async def test_in_process_and_http_give_identical_quality_numbers(
     # the numbers are real: retrieval works on this suite, and every measure is present
     m = a.suites[0].metrics
     assert m["retrieval.ndcg@10"] is not None and m["retrieval.ndcg@10"] > 0.8
-    for key in ("answers.f1", "abstention.accuracy", "groundedness.score", "citations.precision"):
+    for key in (
+        "answers.f1",
+        "abstention.accuracy",
+        "groundedness.score",
+        "groundedness.service",
+        "citations.precision",
+    ):
         assert m[key] is not None, key
     assert m["latency.ttft_ms.p95"] is not None and m["tokens.completion.mean"]
 
@@ -179,6 +187,26 @@ async def test_http_runs_are_marked_as_batch_traffic(eval_server: str, smoke_key
     await backend.answer("Which party is strongest in Victoria?", None, None)
     await backend.close()
     assert seen == ["batch", "batch"]
+
+
+async def test_done_carries_the_groundedness_of_the_answer(
+    eval_runtime: Runtime, eval_server: str, smoke_key: str
+) -> None:
+    observed: list[float] = []
+    eval_runtime.pipeline.grounder.add_observer(observed.append)
+    query = {"query": "Which party is strongest in Victoria's northwestern and eastern regions?"}
+    async with httpx.AsyncClient(base_url=eval_server, timeout=60) as client:
+        events = await sse_events(client, smoke_key, query)
+        resp = await client.post(
+            "/v1/answer", json={**query, "stream": False}, headers=auth(smoke_key)
+        )
+    done = events[-1]
+    assert done[0] == "done" and done[1]["answer"]
+    grounded = done[1]["groundedness"]
+    assert isinstance(grounded, float) and 0.5 < grounded <= 1.0  # extractive: copied text
+    assert "grounding" in done[1]["timings_ms"]
+    assert resp.status_code == 200 and resp.json()["groundedness"] == grounded
+    assert observed[-2:] == [grounded, grounded]
 
 
 def _record_class(seen: list[str]) -> Any:
