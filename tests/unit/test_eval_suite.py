@@ -64,3 +64,14 @@ def test_unknown_suite_lists_the_shipped_ones() -> None:
     with pytest.raises(SuiteError, match="smoke"):
         load_suite("no-such-suite")
     assert (SUITES_DIR / "smoke" / "suite.toml").is_file()
+
+
+def test_scifact_full_reads_the_shared_corpus_or_says_where_it_looked(tmp_path: Path) -> None:
+    with pytest.raises(SuiteError, match="give --data"):
+        load_suite("scifact-full", data_dir=tmp_path)
+    corpus = tmp_path / "scifact" / "derived" / "corpus.jsonl"
+    corpus.parent.mkdir(parents=True)
+    corpus.write_text('{"_id": "1", "title": "t", "text": "x"}\n')
+    suite = load_suite("scifact-full", data_dir=tmp_path)
+    assert suite.corpus_path == corpus and len(suite.questions) == 300
+    assert [d.id for d in suite.corpus()] == ["1"]
