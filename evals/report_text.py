@@ -53,11 +53,13 @@ def fmt(metric: str, value: float | None) -> str:
 def render(report: Report, console: Console | None = None) -> None:
     console = console or Console(stderr=False)
     run = report.run
-    table = Table(
-        title=f"ragline eval · {run.mode} · concurrency {run.concurrency} · scorer {run.scorer}",
-        caption=f"{run.created} · {run.machine} · load {run.load_avg_before[:1]} · "
-        f"{run.seconds:.0f} s",
+    console.print(
+        f"ragline eval · {run.mode} · {run.target} · concurrency {run.concurrency} · scorer "
+        f"{run.scorer}{f' · judge {run.judge}' if run.judge else ''} · {run.created} · "
+        f"{run.machine}, load {run.load_avg_before[0]:.1f} · {run.seconds:.0f} s",
+        highlight=False,
     )
+    table = Table()
     table.add_column("metric")
     for s in report.suites:
         table.add_column(s.name, justify="right")
