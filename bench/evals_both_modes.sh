@@ -23,8 +23,10 @@ $RAGLINE eval run "${SUITES[@]}" --json --out "$WORK/in-process.json" --html "$W
   > "$RESULTS/evals-$NAME-in-process-$STAMP.json"
 echo "in-process: exit $?"
 
-KEYS=$($RAGLINE eval prepare "${SUITES[@]}" --json | $PY -c \
-  'import json,sys; print(" ".join(f"--key {r[\"suite\"]}={r[\"key\"]}" for r in json.load(sys.stdin)))') || exit 1
+$RAGLINE eval prepare "${SUITES[@]}" --json > "$WORK/prepare.json" || exit 1
+KEYS=$($PY -c 'import json, sys
+print(" ".join("--key %s=%s" % (r["suite"], r["key"]) for r in json.load(open(sys.argv[1]))))' \
+  "$WORK/prepare.json")
 PORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 setsid $RAGLINE serve --port "$PORT" > "$WORK/serve.log" 2>&1 &
 SERVER=$!

@@ -109,6 +109,9 @@ class SuiteRun:
             for q, rk, ob in zip(self.questions, rankings, observations, strict=True)
         ]
         await self._ground(results)
+        for r in results:  # keep the report small: the texts of uncited sources are in the corpus
+            if r.citations:
+                r.source_texts = {k: v for k, v in r.source_texts.items() if k in r.citations}
         metrics = aggregate(results)
         metrics["throughput.answers_per_s"] = len(results) / answer_s if answer_s > 0 else None
         report = SuiteReport(

@@ -103,7 +103,7 @@ def bar_chart(
     max_value: float = 1.0,
 ) -> str:
     """Grouped horizontal bars: one group per slice value, one bar per metric (0..max_value)."""
-    left, right, top = 140, 56, 28
+    left, right, top = 170, 56, 28
     bar, gap = 12, 10
     group_h = bar * len(metrics) + gap
     legend_h = 16 * len(metrics) + 6
