@@ -15,11 +15,20 @@ from typing import Any
 
 import msgspec
 
-SHARED_DATA = Path(
-    os.environ.get(
-        "RAGLINE_SHARED_DATA", Path(__file__).resolve().parent.parent.parent / "shared" / "data"
-    )
-)
+
+def _find_shared_data() -> Path:
+    """`RAGLINE_SHARED_DATA`, else the nearest `shared/data` beside the checkout or above it
+    (a git worktree sits one level deeper than the main checkout)."""
+    if env := os.environ.get("RAGLINE_SHARED_DATA"):
+        return Path(env)
+    here = Path(__file__).resolve().parent.parent
+    for parent in here.parents:
+        if (parent / "shared" / "data").is_dir():
+            return parent / "shared" / "data"
+    return here.parent / "shared" / "data"
+
+
+SHARED_DATA = _find_shared_data()
 
 # Folder of each known set inside the shared data directory.
 KNOWN = {

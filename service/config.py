@@ -121,6 +121,16 @@ class BudgetSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Deadline for the generator's first token."""
 
 
+class GroundingSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    mode: Literal["off", "lexical", "embedding"] = "lexical"
+    """How `done.groundedness` is scored after the last token: `lexical` (a few ms per answer),
+    `embedding` (adds MiniLM similarity: better calibrated, costs embedder time), or `off`."""
+    timeout_ms: float = 250.0
+    """Longest `done` waits for the score; a late score is left out (`null`)."""
+    max_backlog: int = 16
+    """Answers waiting for the scoring thread at most; beyond it `done` carries `null`."""
+
+
 class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     server: ServerSettings = msgspec.field(default_factory=ServerSettings)
     storage: StorageSettings = msgspec.field(default_factory=StorageSettings)
@@ -132,6 +142,7 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     retrieval: RetrievalSettings = msgspec.field(default_factory=RetrievalSettings)
     generator: GeneratorSettings = msgspec.field(default_factory=GeneratorSettings)
     budget: BudgetSettings = msgspec.field(default_factory=BudgetSettings)
+    grounding: GroundingSettings = msgspec.field(default_factory=GroundingSettings)
 
     @property
     def state_dir(self) -> Path:
@@ -238,6 +249,8 @@ def _check(s: Settings) -> None:
         "retrieval.prefetch": s.retrieval.prefetch,
         "budget.ttft_ms": s.budget.ttft_ms,
         "generator.max_tokens": s.generator.max_tokens,
+        "grounding.timeout_ms": s.grounding.timeout_ms,
+        "grounding.max_backlog": s.grounding.max_backlog,
     }
     for key, value in positive.items():
         if value <= 0:

@@ -21,6 +21,7 @@ from service.generate.extractive import ExtractiveGenerator
 from service.index.edge import EdgeIndex
 from service.index.protocol import VectorIndex
 from service.pipeline.answer import AnswerPipeline
+from service.pipeline.ground import Grounder
 from service.pipeline.retrieve import Retriever
 
 
@@ -59,7 +60,10 @@ class Runtime:
         )
         self.retriever = Retriever(self.batcher, index, settings)
         self.pipeline = AnswerPipeline(
-            self.retriever, ExtractiveGenerator(settings.generator.max_sentences), settings
+            self.retriever,
+            ExtractiveGenerator(settings.generator.max_sentences),
+            settings,
+            grounder=Grounder.from_settings(settings.grounding, embedder),
         )
 
     @classmethod
@@ -83,6 +87,7 @@ class Runtime:
         return rt
 
     async def close(self) -> None:
+        self.pipeline.grounder.close()
         await self.batcher.close()
         await self.index.close()
         await self.pool.close()

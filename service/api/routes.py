@@ -80,6 +80,7 @@ async def answer(request: AnyRequest, state: State) -> Response[bytes] | Stream:
         usage=done.usage,
         timings_ms=done.timings_ms,
         degraded=done.degraded,
+        groundedness=done.groundedness,
     )
     return Response(msgspec.json.encode(out), media_type="application/json")
 

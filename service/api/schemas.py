@@ -37,6 +37,7 @@ class AnswerResponse(msgspec.Struct, kw_only=True):
     usage: Usage
     timings_ms: dict[str, float]
     degraded: list[str]
+    groundedness: float | None = None
 
 
 class SearchResponse(msgspec.Struct, kw_only=True):

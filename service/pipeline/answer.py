@@ -20,6 +20,7 @@ from service.index.filters import FilterSpec
 from service.index.protocol import Hit
 from service.pipeline.budget import Budget
 from service.pipeline.events import Done, Error, Event, Meta, Source, Sources, Token, Usage
+from service.pipeline.ground import Grounder
 from service.pipeline.retrieve import Retriever
 
 SNIPPET_CHARS = 240
@@ -64,11 +65,13 @@ class AnswerPipeline:
         generator: Generator,
         settings: Settings,
         fallback: Generator | None = None,
+        grounder: Grounder | None = None,
     ) -> None:
         self.retriever = retriever
         self.generator = generator
         self.fallback = fallback or ExtractiveGenerator(settings.generator.max_sentences)
         self.settings = settings
+        self.grounder = grounder or Grounder.from_settings(settings.grounding, None)
 
     async def prepare(
         self,
@@ -111,12 +114,17 @@ class AnswerPipeline:
             yield Error(code=exc.code, message=exc.message)
             return
         answer = "".join(pieces).strip()
+        async with budget.timed("grounding"):  # after the last token: never before the first
+            grounded = await self.grounder.score(
+                answer, {s.id: h.text for s, h in zip(p.sources, p.hits, strict=True)}
+            )
         yield Done(
             answer=answer,
             citations=citations_in(answer, [s.id for s in p.sources]),
             usage=Usage(prompt_tokens=0, completion_tokens=len(pieces)),
             timings_ms=dict(budget.timings_ms, total=round(budget.elapsed_ms(), 3)),
             degraded=list(budget.degraded),
+            groundedness=grounded,
         )
 
     async def _generate(

@@ -38,6 +38,9 @@ class Done(msgspec.Struct, kw_only=True, tag="done"):
     usage: Usage
     timings_ms: dict[str, float]
     degraded: list[str]
+    groundedness: float | None = None
+    """Share of the answer its cited sources support (0..1), scored after the last token;
+    null when scoring is off, busy or late."""
 
 
 class Error(msgspec.Struct, kw_only=True, tag="error"):

@@ -1,0 +1,107 @@
+"""Put a suite's corpus into its tenant (incrementally) and make the key its principal uses.
+
+The tenant ends up holding exactly the suite's corpus plus its canaries: restricted copies of a
+few documents that the suite's principal must never see. Documents left over from an older
+version of the corpus are removed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import asyncpg
+
+from evals.suite import CANARY_GROUP, CorpusDoc, Suite
+from indexing.documents import LoadError, SourceDoc
+from indexing.loaders import load_path
+from indexing.sync import Indexer, Summary
+from service.db.documents import registered
+from service.db.keys import create_key
+from service.db.tenants import create_tenant
+from service.embed.protocol import Embedder
+from service.identity import PUBLIC, Principal, identities
+from service.index.protocol import VectorIndex
+
+CANARY_PREFIX = "canary/"
+
+
+def canary_docs(suite: Suite) -> list[CorpusDoc]:
+    """Restricted copies of `corpus.canaries` documents, picked by a stable hash of their id."""
+    n = suite.manifest.corpus.canaries
+    if n <= 0:
+        return []
+    docs = sorted(suite.corpus(), key=lambda d: hashlib.sha256(d.id.encode()).digest())[:n]
+    return [
+        CorpusDoc(
+            id=CANARY_PREFIX + d.id, text=d.text, title=d.title, lang=d.lang, acl=[CANARY_GROUP]
+        )
+        for d in docs
+    ]
+
+
+def principal(suite: Suite, tenant: str) -> Principal:
+    p = suite.manifest.principal
+    return Principal(tenant_id=tenant, user_id=p.user, groups=tuple(p.groups))
+
+
+def visible_acl(suite: Suite) -> dict[str, list[str]]:
+    """Doc id -> its effective ACL, for the corpus and canaries (to check results against)."""
+    spec = suite.manifest.corpus
+    default = list(spec.allow) or ([PUBLIC] if spec.public else [])
+    acl = {d.id: d.acl if d.acl is not None else default for d in suite.corpus()}
+    acl.update({d.id: list(d.acl or []) for d in canary_docs(suite)})
+    return acl
+
+
+def can_see(suite: Suite, acl: list[str]) -> bool:
+    p = suite.manifest.principal
+    return bool(set(acl) & identities(p.user, p.groups))
+
+
+def _documents(suite: Suite, corpus: Path) -> Iterator[SourceDoc | LoadError]:
+    yield from load_path(corpus)
+    for d in canary_docs(suite):
+        yield SourceDoc(
+            doc_id=d.id,
+            text=d.text,
+            title=d.title,
+            source_uri=f"canary:{d.id}",
+            lang=d.lang,
+            acl=d.acl,
+        )
+
+
+async def sync_corpus(
+    suite: Suite, tenant: str, pool: asyncpg.Pool, index: VectorIndex, embedder: Embedder
+) -> Summary:
+    """Index the suite's corpus into `tenant`; unchanged documents are skipped."""
+    if suite.corpus_path is None:
+        raise ValueError(f"suite {suite.name} has no corpus to index")
+    async with pool.acquire() as conn:
+        await create_tenant(conn, tenant)
+    indexer = Indexer(pool, index, embedder)
+    spec = suite.manifest.corpus
+    summary = await indexer.add(
+        tenant, _documents(suite, suite.corpus_path), allow=spec.allow, public=spec.public
+    )
+    wanted = {d.id for d in suite.corpus()} | {d.id for d in canary_docs(suite)}
+    async with pool.acquire() as conn:
+        known = await registered(conn, tenant)
+    stale = sorted(set(known) - wanted) if wanted else []
+    if stale:
+        removed = await indexer.remove(tenant, stale)
+        summary.removed += removed.removed
+    return summary
+
+
+async def make_key(suite: Suite, tenant: str, pool: asyncpg.Pool) -> str:
+    """A query key for the suite's principal in `tenant` (shown once, only its hash is kept)."""
+    p = suite.manifest.principal
+    async with pool.acquire() as conn:
+        await create_tenant(conn, tenant)
+        key = await create_key(
+            conn, tenant_id=tenant, user_id=p.user, groups=list(p.groups), scopes=["query"]
+        )
+    return str(key.key)

@@ -1,0 +1,112 @@
+"""Per-question scores and their aggregation into suite metrics and slices.
+
+Every per-question score is named like the suite metric that averages it
+(`retrieval.ndcg@10`, `answers.f1`, `groundedness.score`, ...). Latency becomes percentiles
+(`latency.ttft_ms.p95`), ACL violations are summed, counts are `count.*`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+from evals.answers import contains, exact_match, token_f1
+from evals.metrics import hit_at_k, mean, mrr_at_k, ndcg_at_k, percentile, recall_at_k
+from evals.results import Metrics, QuestionResult
+from evals.suite import Question
+
+SUMMED = {"acl.violations"}
+LOWER_IS_BETTER = ("latency.", "errors.", "degraded.", "acl.", "abstention.false_rate", "tokens.")
+SLICE_TAGS = ("split",)
+
+
+def lower_is_better(metric: str) -> bool:
+    return metric.startswith(LOWER_IS_BETTER)
+
+
+def retrieval_scores(ranked: Sequence[str], gold: dict[str, int], ks: Iterable[int]) -> Metrics:
+    if not gold:
+        return {}
+    out: Metrics = {
+        "retrieval.ndcg@10": ndcg_at_k(ranked, gold, 10),
+        "retrieval.mrr@10": mrr_at_k(ranked, gold, 10),
+    }
+    for k in sorted(set(ks)):
+        out[f"retrieval.recall@{k}"] = recall_at_k(ranked, gold, k)
+        out[f"retrieval.hit@{k}"] = hit_at_k(ranked, gold, k)
+    return out
+
+
+def answer_scores(
+    q: Question, answer: str, abstained: bool, *, answers: bool, abstention: bool
+) -> Metrics:
+    out: Metrics = {}
+    if answers and q.answerable and q.answers:
+        out["answers.exact_match"] = exact_match(answer, q.answers)
+        out["answers.f1"] = token_f1(answer, q.answers)
+        out["answers.contains"] = contains(answer, q.answers)
+    if abstention:
+        if q.answerable:
+            out["abstention.false_rate"] = float(abstained)
+        else:
+            out["abstention.accuracy"] = float(abstained)
+    return out
+
+
+def _values(results: Sequence[QuestionResult], key: str) -> list[float]:
+    return [v for r in results if (v := r.scores.get(key)) is not None]
+
+
+def aggregate(results: Sequence[QuestionResult]) -> Metrics:
+    """Suite (or slice) metrics from per-question results."""
+    keys = sorted({k for r in results for k in r.scores})
+    out: Metrics = {}
+    for key in keys:
+        values = _values(results, key)
+        out[key] = sum(values) if key in SUMMED else (mean(values) if values else None)
+    answered = [r for r in results if r.error is None]
+    ttft = [r.ttft_ms for r in answered if r.ttft_ms is not None]
+    total = [r.total_ms for r in answered]
+    for name, sample in (("ttft_ms", ttft), ("total_ms", total)):
+        for p in (50, 95, 99):
+            out[f"latency.{name}.p{p}"] = percentile(sample, p) if sample else None
+        out[f"latency.{name}.mean"] = mean(sample) if sample else None
+    n = len(results)
+    out["errors.rate"] = (n - len(answered)) / n if n else None
+    out["degraded.rate"] = sum(bool(r.degraded) for r in results) / n if n else None
+    out["tokens.completion.mean"] = (
+        mean([r.completion_tokens for r in answered]) if answered else None
+    )
+    out["tokens.completion.total"] = float(sum(r.completion_tokens for r in answered))
+    out["tokens.prompt.mean"] = mean([r.prompt_tokens for r in answered]) if answered else None
+    out.setdefault("acl.violations", float(sum(len(r.acl_violations) for r in results)))
+    out["count.questions"] = float(n)
+    out["count.abstained"] = float(sum(r.abstained for r in results))
+    return out
+
+
+def slice_by(
+    results: Sequence[QuestionResult], dims: dict[str, Callable[[QuestionResult], str | None]]
+) -> dict[str, dict[str, Metrics]]:
+    """Metrics per value of each dimension (questions without a value are left out)."""
+    out: dict[str, dict[str, Metrics]] = {}
+    for dim, key in dims.items():
+        groups: dict[str, list[QuestionResult]] = {}
+        for r in results:
+            value = key(r)
+            if value is not None:
+                groups.setdefault(value, []).append(r)
+        if groups:
+            out[dim] = {v: aggregate(rs) for v, rs in sorted(groups.items())}
+    return out
+
+
+def slice_dims(with_suite: bool) -> dict[str, Callable[[QuestionResult], str | None]]:
+    dims: dict[str, Callable[[QuestionResult], str | None]] = {
+        "lang": lambda r: r.lang,
+        "answerable": lambda r: "answerable" if r.answerable else "unanswerable",
+    }
+    for tag in SLICE_TAGS:
+        dims[tag] = lambda r, tag=tag: r.tags.get(tag)  # type: ignore[misc]
+    if with_suite:
+        dims["suite"] = lambda r: r.suite
+    return dims

@@ -1,0 +1,88 @@
+"""Groundedness of each answer, scored after its last token and carried by `done`.
+
+The scorer (`service.grounding`) is CPU work, so it runs on one worker thread with a bounded
+backlog and a deadline: when it is busy or late the answer goes out with `groundedness: null`
+rather than waiting. It starts only after the generator finished, so it never delays the first
+token. Every score is handed to the registered observers (telemetry wires a histogram here:
+`runtime.pipeline.grounder.add_observer(callback)`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+
+from service.config import GroundingSettings
+from service.embed.protocol import Embedder
+from service.grounding import GroundednessScorer
+
+GroundednessObserver = Callable[[float], None]
+"""Called with each answer's groundedness score (0..1), e.g. a histogram's `observe`."""
+
+
+class Grounder:
+    def __init__(
+        self,
+        scorer: GroundednessScorer | None,
+        *,
+        timeout_ms: float = 250.0,
+        max_backlog: int = 16,
+    ) -> None:
+        self.scorer = scorer
+        self.timeout_ms = timeout_ms
+        self.max_backlog = max_backlog
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="grounding")
+        self._backlog = 0
+        self._lock = threading.Lock()
+        self._observers: list[GroundednessObserver] = []
+        self.skipped = 0
+        """Answers left unscored because the worker was busy or late."""
+
+    @classmethod
+    def from_settings(cls, settings: GroundingSettings, embedder: Embedder | None) -> Grounder:
+        scorer: GroundednessScorer | None = None
+        if settings.mode == "lexical" or (settings.mode == "embedding" and embedder is None):
+            scorer = GroundednessScorer(None)
+        elif settings.mode == "embedding" and embedder is not None:
+            scorer = GroundednessScorer(embedder.embed)
+        return cls(scorer, timeout_ms=settings.timeout_ms, max_backlog=settings.max_backlog)
+
+    def add_observer(self, observer: GroundednessObserver) -> None:
+        """Register a callback for every score (metrics: the groundedness distribution)."""
+        self._observers.append(observer)
+
+    async def score(self, answer: str, sources: Mapping[str, str]) -> float | None:
+        """The answer's groundedness (0..1), or None: scoring off, nothing to score, busy, late."""
+        scorer = self.scorer
+        if scorer is None or not answer.strip() or not sources:
+            return None
+        with self._lock:
+            if self._backlog >= self.max_backlog:
+                self.skipped += 1
+                return None
+            self._backlog += 1
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(self._executor, self._run, scorer, answer, dict(sources))
+        try:
+            async with asyncio.timeout(self.timeout_ms / 1000):
+                value = await asyncio.shield(future)
+        except TimeoutError:
+            self.skipped += 1
+            return None
+        for observe in self._observers:
+            with contextlib.suppress(Exception):  # a broken metric must not break answers
+                observe(value)
+        return value
+
+    def _run(self, scorer: GroundednessScorer, answer: str, sources: dict[str, str]) -> float:
+        try:
+            return round(scorer.score(answer, sources).score, 4)
+        finally:
+            with self._lock:
+                self._backlog -= 1
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,77 @@
+"""Suite manifests and question files: the shipped suites load and are consistent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evals.prepare import CANARY_PREFIX, can_see, canary_docs, visible_acl
+from evals.suite import CANARY_GROUP, SUITES_DIR, SuiteError, load_suite
+
+pytestmark = pytest.mark.unit
+
+SHIPPED = ["smoke", "xquad-en", "clapnq", "scifact"]
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_suites_load_with_gold_documents_in_their_corpus(name: str) -> None:
+    suite = load_suite(name)
+    assert suite.questions and suite.corpus_path is not None
+    ids = {d.id for d in suite.corpus()}
+    for q in suite.questions:
+        assert set(q.gold_docs) <= ids, q.id
+        assert q.tags.get("split") in {"dev", "test"}
+        if not q.answerable:
+            assert not q.answers and not q.gold_docs
+    licences = [p.name for p in suite.root.iterdir() if "LICENSE" in p.name or "CC-BY" in p.name]
+    assert licences or (suite.root / "README.md").is_file()
+
+
+def test_clapnq_has_its_300_unanswerable_questions() -> None:
+    suite = load_suite("clapnq")
+    assert sum(not q.answerable for q in suite.questions) == 300
+    assert sum(q.answerable for q in suite.questions) == 300
+
+
+def test_canaries_are_restricted_copies_the_principal_cannot_see() -> None:
+    suite = load_suite("smoke")
+    canaries = canary_docs(suite)
+    assert len(canaries) == suite.manifest.corpus.canaries > 0
+    acl = visible_acl(suite)
+    for c in canaries:
+        assert c.id.startswith(CANARY_PREFIX) and acl[c.id] == [CANARY_GROUP]
+        assert not can_see(suite, acl[c.id])
+    assert all(can_see(suite, acl[d.id]) for d in suite.corpus())
+
+
+def test_a_bad_manifest_names_its_file(tmp_path: Path) -> None:
+    (tmp_path / "suite.toml").write_text('name = "x"\n[corpus]\npath = "c.jsonl"\nbogus = 1\n')
+    with pytest.raises(SuiteError, match=r"suite\.toml"):
+        load_suite(str(tmp_path))
+
+
+def test_duplicate_question_ids_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "c.jsonl").write_text('{"id": "d1", "text": "hello"}\n')
+    (tmp_path / "suite.toml").write_text('name = "x"\n[corpus]\npath = "c.jsonl"\n')
+    line = '{"id": "q1", "question": "hi?"}\n'
+    (tmp_path / "questions.jsonl").write_text(line + line)
+    with pytest.raises(SuiteError, match="not unique"):
+        load_suite(str(tmp_path))
+
+
+def test_unknown_suite_lists_the_shipped_ones() -> None:
+    with pytest.raises(SuiteError, match="smoke"):
+        load_suite("no-such-suite")
+    assert (SUITES_DIR / "smoke" / "suite.toml").is_file()
+
+
+def test_scifact_full_reads_the_shared_corpus_or_says_where_it_looked(tmp_path: Path) -> None:
+    with pytest.raises(SuiteError, match="give --data"):
+        load_suite("scifact-full", data_dir=tmp_path)
+    corpus = tmp_path / "scifact" / "derived" / "corpus.jsonl"
+    corpus.parent.mkdir(parents=True)
+    corpus.write_text('{"_id": "1", "title": "t", "text": "x"}\n')
+    suite = load_suite("scifact-full", data_dir=tmp_path)
+    assert suite.corpus_path == corpus and len(suite.questions) == 300
+    assert [d.id for d in suite.corpus()] == ["1"]
