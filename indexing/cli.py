@@ -12,9 +12,11 @@ from typing import Any
 from indexing.documents import LoadError, SourceDoc
 from indexing.loaders import load_path
 from indexing.sync import Indexer, Summary
+from service import telemetry
 from service.cli import emit
 from service.config import Settings
 from service.runtime import limit_native_threads, open_index
+from service.telemetry.cli import traced_command
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample"
 
@@ -53,10 +55,13 @@ async def _indexer(settings: Settings) -> tuple[Indexer, Any]:
     from service.embed.loader import load_embedder
 
     limit_native_threads(settings.embedder.threads)
-    embedder = await asyncio.to_thread(load_embedder, settings)
-    pool = await open_pool(settings)
+    with telemetry.span("load_embedder"):
+        embedder = await asyncio.to_thread(load_embedder, settings)
+    with telemetry.span("open_database"):
+        pool = await open_pool(settings)
     try:
-        index = await asyncio.to_thread(open_index, settings, embedder.dim)
+        with telemetry.span("open_index"):
+            index = await asyncio.to_thread(open_index, settings, embedder.dim)
     except BaseException:
         await pool.close()
         raise
@@ -77,19 +82,35 @@ def _docs(paths: list[str]) -> Iterator[SourceDoc | LoadError]:
 async def index_add(settings: Settings, args: argparse.Namespace) -> Summary:
     indexer, close = await _indexer(settings)
     try:
-        return await indexer.add(
-            args.tenant,
-            _docs(args.paths),
-            allow=args.allow or [],
-            public=args.public,
-            meta=_parse_meta(args.meta),
-        )
+        with telemetry.span("sync", paths=len(args.paths)):
+            return await indexer.add(
+                args.tenant,
+                _docs(args.paths),
+                allow=args.allow or [],
+                public=args.public,
+                meta=_parse_meta(args.meta),
+            )
     finally:
         await close()
 
 
+def _trace_summary(span: Any, s: Summary) -> None:
+    """Counts only: document ids, paths and text stay out of traces."""
+    span.set(
+        added=s.added,
+        updated=s.updated,
+        unchanged=s.unchanged,
+        removed=s.removed,
+        failed=s.failed,
+        chunks=s.chunks,
+        seconds=s.seconds,
+    )
+
+
 def cmd_index_add(args: argparse.Namespace, settings: Settings) -> int:
-    summary = asyncio.run(index_add(settings, args))
+    with traced_command(settings, "ragline index add", tenant=args.tenant) as span:
+        summary = asyncio.run(index_add(settings, args))
+        _trace_summary(span, summary)
     emit(summary, args.json, _show_summary)
     return 1 if summary.failed else 0
 
@@ -98,11 +119,14 @@ def cmd_index_rm(args: argparse.Namespace, settings: Settings) -> int:
     async def go() -> Summary:
         indexer, close = await _indexer(settings)
         try:
-            return await indexer.remove(args.tenant, args.doc_ids)
+            with telemetry.span("sync", doc_ids=len(args.doc_ids)):
+                return await indexer.remove(args.tenant, args.doc_ids)
         finally:
             await close()
 
-    summary = asyncio.run(go())
+    with traced_command(settings, "ragline index rm", tenant=args.tenant) as span:
+        summary = asyncio.run(go())
+        _trace_summary(span, summary)
     emit(summary, args.json, _show_summary)
     return 0
 

@@ -1,5 +1,6 @@
 """Request ids: every request gets one (or keeps a sane incoming `X-Request-ID`), every response
-carries it, and handlers find it in `scope["state"]["request_id"]`.
+carries it, handlers find it in `scope["state"]["request_id"]` and every log line written while
+the request runs carries it (`service.telemetry.logs.request_id_var`).
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ import secrets
 from typing import Any
 
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
+
+from service.telemetry.logs import request_id_var
 
 _SANE = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
 
@@ -32,6 +35,7 @@ class RequestIdMiddleware:
         rid = incoming if _SANE.match(incoming) else new_request_id()
         state: dict[str, Any] = scope.setdefault("state", {})
         state["request_id"] = rid
+        token = request_id_var.set(rid)
 
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -41,4 +45,7 @@ class RequestIdMiddleware:
                 message["headers"] = headers
             await send(message)
 
-        await self.app(scope, receive, send_with_id)
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            request_id_var.reset(token)

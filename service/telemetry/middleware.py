@@ -1,0 +1,104 @@
+"""The ASGI layer of telemetry: one root span, one `RequestTelemetry`, one `finish` per request.
+
+It wraps the whole app outside routing (see `service.app`), so 404s and 405s are counted too.
+An incoming W3C `traceparent` (and `tracestate`) makes the request's span a child of the
+caller's trace.
+"""
+
+from __future__ import annotations
+
+import time
+
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+from service.telemetry.context import RequestTelemetry, _current
+from service.telemetry.core import API_ROUTES, QUIET_ROUTES, Telemetry
+
+_propagator = TraceContextTextMapPropagator()
+_TRACE_HEADERS = (b"traceparent", b"tracestate")
+
+
+class TelemetryMiddleware:
+    def __init__(self, app: ASGIApp, telemetry: Telemetry) -> None:
+        self.app = app
+        self.telemetry = telemetry
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":  # type: ignore[comparison-overlap]
+            await self.app(scope, receive, send)
+            return
+        tel = self.telemetry
+        path = scope["path"]
+        quiet = path in QUIET_ROUTES
+        route = QUIET_ROUTES[path] if quiet else API_ROUTES.get(path, "other")
+        method = str(scope.get("method", "GET"))
+        rec = RequestTelemetry(
+            telemetry=tel,
+            request_id=str(scope.get("state", {}).get("request_id", "")),
+            route=route,
+            method=method,
+            started=time.perf_counter(),
+            request_class=route,
+        )
+        token = None
+        if tel.tracer is not None and not quiet:
+            carrier = {
+                k.decode("latin-1"): v.decode("latin-1")
+                for k, v in scope["headers"]
+                if k in _TRACE_HEADERS
+            }
+            parent = _propagator.extract(carrier) if carrier else None
+            rec.span = tel.tracer.start_span(
+                f"{method} {route}",
+                context=parent,
+                kind=SpanKind.SERVER,
+                attributes={
+                    "http.request.method": method,
+                    "http.route": path if route != "other" else "other",
+                    "ragline.request_id": rec.request_id,
+                    "ragline.route": route,
+                },
+            )
+            token = otel_context.attach(trace.set_span_in_context(rec.span))
+        rtoken = _current.set(rec)
+        metrics = tel.metrics
+        gauge = metrics.in_flight.labels(route=route) if metrics is not None and not quiet else None
+        if gauge is not None:
+            gauge.inc()
+        body_done = False
+        disconnected = False
+
+        async def watch_send(message: Message) -> None:
+            nonlocal body_done
+            if message["type"] == "http.response.start":
+                rec.status = message["status"]
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                body_done = True
+            await send(message)
+
+        async def watch_receive() -> Message:
+            nonlocal disconnected
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                disconnected = True
+            return message  # type: ignore[return-value]
+
+        try:
+            await self.app(scope, watch_receive, watch_send)  # type: ignore[arg-type]
+        except BaseException:
+            if not rec.code:
+                rec.code = "internal" if rec.status == 0 else "interrupted"
+            raise
+        finally:
+            if disconnected and not body_done and rec.status and not rec.code:
+                rec.code = "client_disconnected"
+            if gauge is not None:
+                gauge.dec()
+            _current.reset(rtoken)
+            if token is not None:
+                otel_context.detach(token)
+            tel.finish(rec, quiet)
