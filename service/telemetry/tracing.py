@@ -1,8 +1,8 @@
 """OpenTelemetry tracing: a provider per app (no global state), and attribute hygiene.
 
 Span attributes are names, counts and timings only. `clean_attributes` is the guard: it drops
-keys that would carry content (query, prompt, answer, text, …), truncates and redacts strings,
-and prefixes bare keys with `ragline.`.
+text under keys that would carry content (query, prompt, answer, text, …; a number under such a
+key is a count and stays), truncates and redacts strings, and prefixes bare keys `ragline.`.
 """
 
 from __future__ import annotations
@@ -56,12 +56,11 @@ def clean_attributes(attrs: Mapping[str, Any]) -> dict[str, AttributeValue]:
     for key, value in attrs.items():
         if value is None:
             continue
-        if key.rsplit(".", 1)[-1].lower() in CONTENT_KEYS:
-            log.warning("span attribute %r refused: it would carry content", key)
-            continue
         name = key if "." in key else f"ragline.{key}"
-        if isinstance(value, bool | int | float):
+        if isinstance(value, bool | int | float):  # counts and flags are safe under any name
             out[name] = value
+        elif key.rsplit(".", 1)[-1].lower() in CONTENT_KEYS:
+            log.warning("span attribute %r refused: it would carry content", key)
         elif isinstance(value, str):
             out[name] = _clean_str(value)
         elif isinstance(value, Sequence):

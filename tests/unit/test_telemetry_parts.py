@@ -49,6 +49,8 @@ def test_span_attributes_never_carry_content() -> None:
             "degraded": ["embed_timeout_bm25_only"],
             "note": "mail me at a.b@example.com",
             "http.route": "/v1/answer",
+            "chunks": 7,
+            "documents": ["a.md"],
         }
     )
     assert out == {
@@ -57,6 +59,7 @@ def test_span_attributes_never_carry_content() -> None:
         "ragline.degraded": ["embed_timeout_bm25_only"],
         "ragline.note": "mail me at [REDACTED:email]",
         "http.route": "/v1/answer",
+        "ragline.chunks": 7,
     }
 
 
