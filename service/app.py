@@ -56,5 +56,6 @@ def create_app(
     )
     # Outside routing, so unknown paths (404) and wrong methods (405) get a request id, a span
     # and a count too; Litestar's own `middleware=` runs only for matched routes.
-    app.asgi_handler = RequestIdMiddleware(TelemetryMiddleware(app.asgi_handler, tel))
+    handler = TelemetryMiddleware(app.asgi_handler, tel) if tel.enabled else app.asgi_handler
+    app.asgi_handler = RequestIdMiddleware(handler)
     return app

@@ -178,19 +178,16 @@ def set_attrs(**attrs: Any) -> None:
 
 
 def annotate(**attrs: Any) -> None:
-    """Facts about the whole request: they go on the root span and, for known fields
-    (tenant, cache, model, lang, request_class, prompt_version), into the log line,
-    metrics labels and usage record."""
+    """Facts about the whole request: they go on the root span (when it ends) and the log line;
+    known fields (tenant, cache, model, lang, request_class, prompt_version) also into metric
+    labels and the usage record."""
     rec = _current.get()
     if rec is None:
         return
     for key, value in attrs.items():
         if key in _RECORD_FIELDS and isinstance(value, str):
             setattr(rec, key, value)
-    cleaned = clean_attributes(attrs)
-    rec.attrs.update(cleaned)
-    if rec.span is not None and rec.span.is_recording():
-        rec.span.set_attributes(cleaned)
+    rec.attrs.update(clean_attributes(attrs))
 
 
 _RECORD_FIELDS = frozenset({"tenant", "cache", "model", "lang", "request_class", "prompt_version"})
@@ -200,8 +197,6 @@ def set_principal(tenant_id: str, key_id: str) -> None:
     rec = _current.get()
     if rec is not None:
         rec.tenant, rec.key_id = tenant_id, key_id
-        if rec.span is not None and rec.span.is_recording():
-            rec.span.set_attribute("ragline.tenant", tenant_id)
 
 
 def observe_stage(name: str, ms: float) -> None:
@@ -212,7 +207,7 @@ def observe_stage(name: str, ms: float) -> None:
     rec.timings_ms[name] = ms
     m = rec.telemetry.metrics
     if m is not None:
-        m.stage.labels(stage=m.stage_name(name), tenant=m.tenant(rec.tenant)).observe(ms / 1000)
+        m.child(m.stage, m.stage_name(name), m.tenant(rec.tenant)).observe(ms / 1000)
 
 
 def note_degraded(kind: str) -> None:
@@ -255,7 +250,7 @@ def generator_error(model: str, kind: str) -> None:
     tel = _telemetry()
     if tel is not None and tel.metrics is not None:
         m = tel.metrics
-        m.generator_errors.labels(model=m.model(model), kind=m.kind(kind)).inc()
+        m.child(m.generator_errors, m.model(model), m.kind(kind)).inc()
 
 
 def breaker_state(name: str, state: str) -> None:

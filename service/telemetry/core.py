@@ -54,6 +54,12 @@ class Telemetry:
         self.metrics = Metrics(t, settings.budget.ttft_ms) if with_metrics else None
         self.usage: UsageWriter | None = None
 
+    @property
+    def enabled(self) -> bool:
+        """Whether anything is recorded at all; when not, the app skips the middleware."""
+        t = self.settings
+        return bool(self.tracer or self.metrics or t.request_log or t.usage_records)
+
     def start(self, pool: Any, queues: dict[str, Callable[[], float]] | None = None) -> None:
         """Start the usage writer on `pool` and report the given queues' depths."""
         t = self.settings
@@ -85,26 +91,20 @@ class Telemetry:
         m = self.metrics
         if m is not None:
             tenant = m.tenant(rec.tenant)
-            m.requests.labels(
-                route=rec.route, status=str(status), code=m.code(code), tenant=tenant
-            ).inc()
+            m.child(m.requests, rec.route, str(status), m.code(code), tenant).inc()
             if not quiet:
-                m.latency.labels(route=rec.route, tenant=tenant).observe(total_ms / 1000)
+                m.child(m.latency, rec.route, tenant).observe(total_ms / 1000)
                 if rec.ttft_ms is not None:
-                    m.ttft.labels(
-                        route=rec.route,
-                        tenant=tenant,
-                        model=m.model(rec.model),
-                        lang=m.kind(rec.lang),
-                    ).observe(rec.ttft_ms / 1000)
+                    ttft = m.child(m.ttft, rec.route, tenant, m.model(rec.model), m.kind(rec.lang))
+                    ttft.observe(rec.ttft_ms / 1000)
                 if rec.cache:
-                    m.cache.labels(result=m.kind(rec.cache), tenant=tenant).inc()
+                    m.child(m.cache, m.kind(rec.cache), tenant).inc()
                 for kind in rec.degraded:
-                    m.degradations.labels(kind=m.kind(kind), tenant=tenant).inc()
+                    m.child(m.degradations, m.kind(kind), tenant).inc()
                 if rec.tokens_in or rec.tokens_out:
                     model = m.model(rec.model)
-                    m.tokens.labels(direction="in", tenant=tenant, model=model).inc(rec.tokens_in)
-                    m.tokens.labels(direction="out", tenant=tenant, model=model).inc(rec.tokens_out)
+                    m.child(m.tokens, "in", tenant, model).inc(rec.tokens_in)
+                    m.child(m.tokens, "out", tenant, model).inc(rec.tokens_out)
         if rec.span is not None:
             self._end_root(rec.span, rec, status, code, total_ms)
         if quiet:
@@ -134,8 +134,10 @@ class Telemetry:
     @staticmethod
     def _end_root(span: Span, rec: RequestTelemetry, status: int, code: str, ms: float) -> None:
         if span.is_recording():
+            span.set_attributes(rec.attrs)
             attrs: dict[str, Any] = {
                 "http.response.status_code": status,
+                "tenant": rec.tenant or None,
                 "code": code,
                 "request_class": rec.request_class or None,
                 "total_ms": round(ms, 3),

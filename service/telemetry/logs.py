@@ -16,7 +16,7 @@ from typing import IO, Any
 
 import msgspec
 
-from service.telemetry.redact import redact
+from service.telemetry.redact import redact, redact_cached
 
 request_id_var: ContextVar[str] = ContextVar("ragline_request_id", default="")
 
@@ -35,7 +35,9 @@ class RequestIdFilter(logging.Filter):
 
 def _redact_value(value: Any) -> Any:
     if isinstance(value, str):
-        return redact(value)
+        return redact_cached(value)
+    if isinstance(value, int | float | None):
+        return value
     if isinstance(value, Mapping):
         return {str(k): _redact_value(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -51,7 +53,7 @@ class RedactFilter(logging.Filter):
             message = record.getMessage()
         except Exception:  # a bad format string must not lose the line
             message = f"{record.msg!s} {record.args!r}"
-        record.msg, record.args = redact(message), None
+        record.msg, record.args = redact_cached(message), None
         if record.exc_info:
             text = logging.Formatter().formatException(record.exc_info)
             record.exc_text, record.exc_info = redact(text), None

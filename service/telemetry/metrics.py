@@ -8,6 +8,7 @@ bucket boundary, not an interpolation.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -45,6 +46,7 @@ class Metrics:
     """Every instrument of the request path; label values go through bounded mappers."""
 
     def __init__(self, settings: TelemetrySettings, budget_ms: float) -> None:
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         r = self.registry = CollectorRegistry()
         self.tenant = BoundedLabel(settings.max_tenant_labels, settings.tenant_labels)
         self.model = BoundedLabel(16)
@@ -139,6 +141,15 @@ class Metrics:
         self.usage_buffered = Gauge(
             "ragline_usage_records_buffered", "Usage records waiting to be written.", registry=r
         )
+
+    def child(self, metric: Any, *labels: str) -> Any:
+        """`metric.labels(*labels)`, remembered: label sets are bounded, and `labels()` (checks,
+        a lock) is the costliest part of an observation."""
+        key = (id(metric), labels)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = metric.labels(*labels)
+        return found
 
     def watch_queue(self, name: str, depth: Callable[[], float]) -> None:
         """Report `depth()` as `ragline_queue_depth{queue=name}` at every scrape."""

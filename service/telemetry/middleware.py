@@ -66,7 +66,9 @@ class TelemetryMiddleware:
             token = otel_context.attach(trace.set_span_in_context(rec.span))
         rtoken = _current.set(rec)
         metrics = tel.metrics
-        gauge = metrics.in_flight.labels(route=route) if metrics is not None and not quiet else None
+        gauge = (
+            metrics.child(metrics.in_flight, route) if metrics is not None and not quiet else None
+        )
         if gauge is not None:
             gauge.inc()
         body_done = False

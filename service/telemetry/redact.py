@@ -47,3 +47,22 @@ def redact(text: str) -> str:
     for pattern, repl in _RULES:
         text = pattern.sub(repl, text)
     return text
+
+
+_memo: dict[str, str] = {}
+_MEMO_MAX = 4096
+_MEMO_CHARS = 256
+
+
+def redact_cached(text: str) -> str:
+    """`redact`, remembered for short strings: telemetry repeats the same few (tenants, routes,
+    codes, model names, log messages), and the request path should not pay for the regexes."""
+    out = _memo.get(text)
+    if out is not None:
+        return out
+    out = redact(text)
+    if len(text) <= _MEMO_CHARS:
+        if len(_memo) >= _MEMO_MAX:
+            _memo.clear()
+        _memo[text] = out
+    return out

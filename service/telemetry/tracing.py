@@ -23,7 +23,7 @@ from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 from opentelemetry.util.types import AttributeValue
 
 from service.config import TelemetrySettings
-from service.telemetry.redact import redact
+from service.telemetry.redact import redact_cached
 
 log = logging.getLogger("ragline.telemetry")
 
@@ -36,18 +36,10 @@ CONTENT_KEYS = frozenset(
     }
 )  # fmt: skip
 MAX_STRING = 128
-_memo: dict[str, str] = {}
-_MEMO_MAX = 4096
 
 
 def _clean_str(value: str) -> str:
-    out = _memo.get(value)
-    if out is None:
-        out = redact(value[:MAX_STRING])
-        if len(_memo) >= _MEMO_MAX:
-            _memo.clear()
-        _memo[value] = out
-    return out
+    return redact_cached(value[:MAX_STRING])
 
 
 def clean_attributes(attrs: Mapping[str, Any]) -> dict[str, AttributeValue]:
