@@ -108,7 +108,7 @@ class Collector(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore[mi
     def __init__(self) -> None:
         self.received: list[Any] = []
 
-    def Export(self, request: Any, context: Any) -> Any:  # noqa: N802 (gRPC method name)
+    def Export(self, request: Any, context: Any) -> Any:
         self.received.append(request)
         return trace_service_pb2.ExportTraceServiceResponse()
 
