@@ -16,17 +16,20 @@ Stages run under `Budget.stage(name, cap_ms)` get their span, timing and histogr
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.trace import Span, Status, StatusCode
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from opentelemetry.util.types import AttributeValue
 
 from service.telemetry.tracing import clean_attributes
@@ -96,7 +99,7 @@ class SpanHandle:
     def __init__(self, span: Span, attach: bool) -> None:
         self._span = span
         self._attach = attach
-        self._token: object | None = None
+        self._token: Token[Context] | None = None
 
     def __enter__(self) -> SpanHandle:
         if self._attach:
@@ -112,7 +115,7 @@ class SpanHandle:
         if exc is not None:
             mark_error(self._span, exc)
         if self._token is not None:
-            otel_context.detach(self._token)  # type: ignore[arg-type]
+            otel_context.detach(self._token)
         self._span.end()
 
     def set(self, **attrs: Any) -> None:
@@ -263,10 +266,6 @@ def breaker_state(name: str, state: str) -> None:
 @contextmanager
 def root_span(name: str, **attrs: Any) -> Iterator[SpanHandle | _NoSpan]:
     """A top-level span for work outside HTTP (CLI runs); honours `TRACEPARENT` if set."""
-    import os
-
-    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
-
     tel = _telemetry()
     if tel is None or tel.tracer is None:
         yield NO_SPAN
