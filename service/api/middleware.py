@@ -1,6 +1,9 @@
 """Request ids: every request gets one (or keeps a sane incoming `X-Request-ID`), every response
 carries it, handlers find it in `scope["state"]["request_id"]` and every log line written while
 the request runs carries it (`service.telemetry.logs.request_id_var`).
+
+The same send hook notes the response status and whether the body is complete in the state
+(`response_status`, `response_complete`), so telemetry needs no second hook on every chunk.
 """
 
 from __future__ import annotations
@@ -43,6 +46,9 @@ class RequestIdMiddleware:
                 if not any(k.lower() == b"x-request-id" for k, _ in headers):
                     headers.append((b"x-request-id", rid.encode()))
                 message["headers"] = headers
+                state["response_status"] = message["status"]
+            elif not message.get("more_body", False):
+                state["response_complete"] = True
             await send(message)
 
         try:

@@ -71,16 +71,8 @@ class TelemetryMiddleware:
         )
         if gauge is not None:
             gauge.inc()
-        body_done = False
         disconnected = False
-
-        async def watch_send(message: Message) -> None:
-            nonlocal body_done
-            if message["type"] == "http.response.start":
-                rec.status = message["status"]
-            elif message["type"] == "http.response.body" and not message.get("more_body", False):
-                body_done = True
-            await send(message)
+        state = scope["state"]  # the request-id middleware outside notes the response there
 
         async def watch_receive() -> Message:
             nonlocal disconnected
@@ -90,13 +82,15 @@ class TelemetryMiddleware:
             return message  # type: ignore[return-value]
 
         try:
-            await self.app(scope, watch_receive, watch_send)  # type: ignore[arg-type]
+            await self.app(scope, watch_receive, send)  # type: ignore[arg-type]
         except BaseException:
             if not rec.code:
-                rec.code = "internal" if rec.status == 0 else "interrupted"
+                rec.code = "internal" if "response_status" not in state else "interrupted"
             raise
         finally:
-            if disconnected and not body_done and rec.status and not rec.code:
+            rec.status = state.get("response_status", 0)
+            complete = state.get("response_complete", False)
+            if disconnected and not complete and rec.status and not rec.code:
                 rec.code = "client_disconnected"
             if gauge is not None:
                 gauge.dec()
