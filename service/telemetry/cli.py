@@ -12,12 +12,12 @@ from contextlib import contextmanager
 from typing import Any
 
 from service.config import Settings
-from service.telemetry.context import SpanHandle, _NoSpan, activate, root_span
+from service.telemetry.context import SpanLike, activate, root_span
 from service.telemetry.core import Telemetry
 
 
 @contextmanager
-def traced_command(settings: Settings, name: str, **attrs: Any) -> Iterator[SpanHandle | _NoSpan]:
+def traced_command(settings: Settings, name: str, **attrs: Any) -> Iterator[SpanLike]:
     tel = Telemetry(settings, metrics=False)
     activate(tel)
     try:

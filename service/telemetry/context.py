@@ -12,6 +12,8 @@ Adding a span to a new stage is one line::
         s.set(kept=len(out))
 
 Stages run under `Budget.stage(name, cap_ms)` get their span, timing and histogram for free.
+Inside a request, spans are recorded cheaply and built after the response
+(`service.telemetry.deferred`); outside one (CLI runs) they are ordinary SDK spans.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from opentelemetry.trace import Span, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from opentelemetry.util.types import AttributeValue
 
+from service.telemetry.deferred import RequestTrace, StageRecord, context_for, new_span_id
 from service.telemetry.tracing import clean_attributes
 
 if TYPE_CHECKING:
@@ -47,7 +50,7 @@ class RequestTelemetry:
     route: str
     method: str
     started: float = field(default_factory=time.perf_counter)
-    span: Span | None = None
+    trace: RequestTrace | None = None
     status: int = 0
     code: str = ""
     tenant: str = ""
@@ -69,6 +72,7 @@ class RequestTelemetry:
 
 
 _current: ContextVar[RequestTelemetry | None] = ContextVar("ragline_request", default=None)
+_stage: ContextVar[StageRecord | None] = ContextVar("ragline_stage", default=None)
 _default: list[Telemetry] = []  # the process default (CLI runs), at most one
 
 
@@ -122,6 +126,45 @@ class SpanHandle:
         self._span.set_attributes(clean_attributes(attrs))
 
 
+class DeferredSpan:
+    """A request's stage span as a record (see `service.telemetry.deferred`); same interface."""
+
+    __slots__ = ("_attach", "_otel", "_rec", "_stage", "_token")
+
+    def __init__(self, root: RequestTrace, record: StageRecord, attach: bool) -> None:
+        self._rec = root
+        self._stage = record
+        self._attach = attach
+        self._token: Token[StageRecord | None] | None = None
+        self._otel: Token[Context] | None = None
+
+    def __enter__(self) -> DeferredSpan:
+        self._rec.stages.append(self._stage)
+        if self._attach:
+            self._token = _stage.set(self._stage)
+            self._otel = otel_context.attach(context_for(self._rec.trace_id, self._stage.span_id))
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        st = self._stage
+        st.end_ns = time.time_ns()
+        if exc is not None:
+            st.error = type(exc).__name__
+            st.attrs.update(_error_attrs(exc))
+        if self._otel is not None:
+            otel_context.detach(self._otel)
+        if self._token is not None:
+            _stage.reset(self._token)
+
+    def set(self, **attrs: Any) -> None:
+        self._stage.attrs.update(clean_attributes(attrs))
+
+
 class _NoSpan:
     __slots__ = ()
 
@@ -136,25 +179,43 @@ class _NoSpan:
 
 
 NO_SPAN = _NoSpan()
+SpanLike = DeferredSpan | SpanHandle | _NoSpan
 
 
-def mark_error(span: Span, exc: BaseException) -> None:
-    """Error status with the exception's type and stable code; never its message (content)."""
-    name = type(exc).__name__
-    attrs: dict[str, Any] = {"error.type": name}
+def _error_attrs(exc: BaseException) -> dict[str, AttributeValue]:
+    """The exception's type and stable code; never its message (it may carry content)."""
+    attrs: dict[str, AttributeValue] = {"error.type": type(exc).__name__}
     code = getattr(exc, "code", None)
     if isinstance(code, str):
         attrs["ragline.error_code"] = code
     if isinstance(exc, TimeoutError):
         attrs["ragline.deadline_exceeded"] = True
-    span.set_attributes(attrs)
-    span.set_status(Status(StatusCode.ERROR, name))
+    return attrs
 
 
-def span(name: str, *, attach: bool = True, **attrs: Any) -> SpanHandle | _NoSpan:
+def mark_error(span: Span, exc: BaseException) -> None:
+    span.set_attributes(_error_attrs(exc))
+    span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+
+
+def span(name: str, *, attach: bool = True, **attrs: Any) -> SpanLike:
     """A child span of the current one. `attach=False` for spans that straddle `yield`s of an
     async generator (they must not become the caller's current span)."""
-    tel = _telemetry()
+    rec = _current.get()
+    if rec is not None:
+        root = rec.trace
+        if root is None:
+            return NO_SPAN
+        parent = _stage.get()
+        record = StageRecord(
+            name=name,
+            span_id=new_span_id(),
+            parent_id=parent.span_id if parent is not None else root.span_id,
+            start_ns=time.time_ns(),
+            attrs=clean_attributes(attrs) if attrs else {},
+        )
+        return DeferredSpan(root, record, attach)
+    tel = _default[0] if _default else None
     if tel is None or tel.tracer is None:
         return NO_SPAN
     s = tel.tracer.start_span(name, attributes=clean_attributes(attrs) if attrs else None)
@@ -162,7 +223,7 @@ def span(name: str, *, attach: bool = True, **attrs: Any) -> SpanHandle | _NoSpa
 
 
 @contextmanager
-def stage(name: str, **attrs: Any) -> Iterator[SpanHandle | _NoSpan]:
+def stage(name: str, **attrs: Any) -> Iterator[SpanLike]:
     """A span that is also a timed stage (log line `timings_ms`, stage histogram): for stages
     outside a `Budget`, such as auth, admission or a cache lookup."""
     t0 = time.perf_counter()
@@ -175,6 +236,13 @@ def stage(name: str, **attrs: Any) -> Iterator[SpanHandle | _NoSpan]:
 
 def set_attrs(**attrs: Any) -> None:
     """Attributes on the current span (the innermost stage)."""
+    st = _stage.get()
+    if st is not None:
+        st.attrs.update(clean_attributes(attrs))
+        return
+    if _current.get() is not None:
+        annotate(**attrs)  # no stage open: the request's root span
+        return
     s = trace.get_current_span()
     if s.is_recording():
         s.set_attributes(clean_attributes(attrs))
@@ -219,9 +287,10 @@ def note_degraded(kind: str) -> None:
         return
     if kind not in rec.degraded:
         rec.degraded.append(kind)
-    s = trace.get_current_span()
-    if s.is_recording():
-        s.add_event("degraded", {"ragline.kind": kind})
+    if rec.trace is not None:
+        st = _stage.get()
+        events = st.events if st is not None else rec.trace.events
+        events.append(("degraded", time.time_ns(), {"ragline.kind": kind}))
 
 
 def note_cache(status: str) -> None:
@@ -264,7 +333,7 @@ def breaker_state(name: str, state: str) -> None:
 
 
 @contextmanager
-def root_span(name: str, **attrs: Any) -> Iterator[SpanHandle | _NoSpan]:
+def root_span(name: str, **attrs: Any) -> Iterator[SpanLike]:
     """A top-level span for work outside HTTP (CLI runs); honours `TRACEPARENT` if set."""
     tel = _telemetry()
     if tel is None or tel.tracer is None:

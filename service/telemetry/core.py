@@ -13,10 +13,11 @@ from typing import Any
 
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
-from opentelemetry.trace import Span, Status, StatusCode, Tracer
+from opentelemetry.trace import Status, StatusCode, Tracer
 
 from service.config import Settings
 from service.telemetry.context import RequestTelemetry
+from service.telemetry.deferred import PresetIds, materialize
 from service.telemetry.metrics import Metrics
 from service.telemetry.tracing import build_provider, clean_attributes
 from service.telemetry.usage import UsageRecord, UsageWriter
@@ -47,9 +48,12 @@ class Telemetry:
         self.provider: TracerProvider | None = build_provider(
             t, span_exporter, batch=not simple_export
         )
-        self.tracer: Tracer | None = (
-            self.provider.get_tracer("ragline") if self.provider is not None else None
-        )
+        self.tracer: Tracer | None = None
+        self.ids = PresetIds()
+        if self.provider is not None:
+            self.tracer = self.provider.get_tracer("ragline")
+            assert isinstance(self.provider.id_generator, PresetIds)
+            self.ids = self.provider.id_generator
         with_metrics = t.metrics if metrics is None else metrics
         self.metrics = Metrics(t, settings.budget.ttft_ms) if with_metrics else None
         self.usage: UsageWriter | None = None
@@ -105,8 +109,8 @@ class Telemetry:
                     model = m.model(rec.model)
                     m.child(m.tokens, "in", tenant, model).inc(rec.tokens_in)
                     m.child(m.tokens, "out", tenant, model).inc(rec.tokens_out)
-        if rec.span is not None:
-            self._end_root(rec.span, rec, status, code, total_ms)
+        if rec.trace is not None and self.tracer is not None:
+            self._end_root(rec, status, code, total_ms)
         if quiet:
             return
         if self.settings.request_log:
@@ -131,28 +135,33 @@ class Telemetry:
                 )
             )
 
-    @staticmethod
-    def _end_root(span: Span, rec: RequestTelemetry, status: int, code: str, ms: float) -> None:
-        if span.is_recording():
-            span.set_attributes(rec.attrs)
-            attrs: dict[str, Any] = {
-                "http.response.status_code": status,
-                "tenant": rec.tenant or None,
-                "code": code,
-                "request_class": rec.request_class or None,
-                "total_ms": round(ms, 3),
-                "ttft_ms": None if rec.ttft_ms is None else round(rec.ttft_ms, 3),
-                "cache": rec.cache or None,
-                "degraded": rec.degraded or None,
-                "tokens_in": rec.tokens_in,
-                "tokens_out": rec.tokens_out,
-            }
-            span.set_attributes(clean_attributes(attrs))
-            # Client errors (4xx) are not server-span errors (OTel HTTP conventions); a failed
-            # stream (200 with an `error` event) is.
-            if status >= 500 or (status < 400 and code != "ok"):
-                span.set_status(Status(StatusCode.ERROR, code))
-        span.end()
+    def _end_root(self, rec: RequestTelemetry, status: int, code: str, ms: float) -> None:
+        """Build the request's spans, now that the response is out (`deferred.materialize`)."""
+        assert rec.trace is not None and self.tracer is not None
+        attrs: dict[str, Any] = {
+            "http.response.status_code": status,
+            "tenant": rec.tenant or None,
+            "code": code,
+            "request_class": rec.request_class or None,
+            "total_ms": round(ms, 3),
+            "ttft_ms": None if rec.ttft_ms is None else round(rec.ttft_ms, 3),
+            "cache": rec.cache or None,
+            "degraded": rec.degraded or None,
+            "tokens_in": rec.tokens_in,
+            "tokens_out": rec.tokens_out,
+        }
+        root_attrs = {
+            "http.request.method": rec.method,
+            "ragline.request_id": rec.request_id,
+            "ragline.route": rec.route,
+            **rec.attrs,
+            **clean_attributes(attrs),
+        }
+        # Client errors (4xx) are not server-span errors (OTel HTTP conventions); a failed
+        # stream (200 with an `error` event) is.
+        failed = status >= 500 or (status < 400 and code != "ok")
+        span_status = Status(StatusCode.ERROR, code) if failed else Status(StatusCode.UNSET)
+        materialize(self.tracer, self.ids, rec.trace, root_attrs, span_status)
 
     @staticmethod
     def _log_line(rec: RequestTelemetry, status: int, code: str, ms: float) -> None:
@@ -178,9 +187,7 @@ class Telemetry:
         }
         for key, value in rec.attrs.items():
             fields.setdefault(key.removeprefix("ragline."), value)
-        if rec.span is not None:
-            ctx = rec.span.get_span_context()
-            if ctx.is_valid:
-                fields["trace_id"] = f"{ctx.trace_id:032x}"
+        if rec.trace is not None:
+            fields["trace_id"] = f"{rec.trace.trace_id:032x}"
         level = logging.WARNING if status >= 500 else logging.INFO
         request_log.log(level, "request", extra={"fields": fields, "request_id": rec.request_id})

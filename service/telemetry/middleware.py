@@ -12,11 +12,17 @@ import time
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import SpanKind
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from service.telemetry.context import RequestTelemetry, _current
 from service.telemetry.core import API_ROUTES, QUIET_ROUTES, Telemetry
+from service.telemetry.deferred import (
+    RequestTrace,
+    context_for,
+    new_span_id,
+    new_trace_id,
+    sampled,
+)
 
 _propagator = TraceContextTextMapPropagator()
 _TRACE_HEADERS = (b"traceparent", b"tracestate")
@@ -52,18 +58,14 @@ class TelemetryMiddleware:
                 if k in _TRACE_HEADERS
             }
             parent = _propagator.extract(carrier) if carrier else None
-            rec.span = tel.tracer.start_span(
-                f"{method} {route}",
-                context=parent,
-                kind=SpanKind.SERVER,
-                attributes={
-                    "http.request.method": method,
-                    "http.route": path if route != "other" else "other",
-                    "ragline.request_id": rec.request_id,
-                    "ragline.route": route,
-                },
-            )
-            token = otel_context.attach(trace.set_span_in_context(rec.span))
+            caller = trace.get_current_span(parent).get_span_context() if parent else None
+            trace_id = caller.trace_id if caller is not None and caller.is_valid else new_trace_id()
+            name = f"{method} {route}"
+            span_id = new_span_id()
+            if sampled(tel.provider, parent, trace_id, name):
+                rec.trace = RequestTrace(name, trace_id, span_id, parent)
+                rec.attrs["http.route"] = path if route != "other" else "other"
+                token = otel_context.attach(context_for(trace_id, span_id))
         rtoken = _current.set(rec)
         metrics = tel.metrics
         gauge = (

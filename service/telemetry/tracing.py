@@ -23,6 +23,7 @@ from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 from opentelemetry.util.types import AttributeValue
 
 from service.config import TelemetrySettings
+from service.telemetry.deferred import PresetIds
 from service.telemetry.redact import redact_cached
 
 log = logging.getLogger("ragline.telemetry")
@@ -105,6 +106,7 @@ def build_provider(
     provider = TracerProvider(
         resource=Resource.create({"service.name": settings.service_name, "service.version": ver}),
         sampler=ParentBased(TraceIdRatioBased(settings.sample_ratio)),
+        id_generator=PresetIds(),
     )
     processor: SpanProcessor = (
         BatchSpanProcessor(exporter, max_queue_size=4096, schedule_delay_millis=1000)
