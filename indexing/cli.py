@@ -19,6 +19,7 @@ from service.ingest.documents import LoadError
 from service.ingest.pipeline import Indexer, IngestOptions
 from service.ingest.summary import Summary
 from service.runtime import limit_native_threads, open_index
+from service.telemetry.cli import traced_command
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample"
 
@@ -121,8 +122,29 @@ def _remote(args: argparse.Namespace, settings: Settings) -> tuple[str, str] | N
     return url, key
 
 
-def _run(coro: Callable[[], Coroutine[Any, Any, Summary]], args: argparse.Namespace) -> int:
-    summary = asyncio.run(coro())
+def _trace_summary(span: Any, s: Summary) -> None:
+    """Counts only: document ids, paths and text stay out of traces."""
+    span.set(
+        added=s.added,
+        updated=s.updated,
+        unchanged=s.unchanged,
+        removed=s.removed,
+        failed=s.failed,
+        chunks=s.chunks,
+        seconds=s.seconds,
+    )
+
+
+def _run(
+    coro: Callable[[], Coroutine[Any, Any, Summary]],
+    args: argparse.Namespace,
+    settings: Settings,
+    command: str,
+) -> int:
+    """Run one traced command (one trace per run) and print its summary."""
+    with traced_command(settings, command, tenant=args.tenant) as span:
+        summary = asyncio.run(coro())
+        _trace_summary(span, summary)
     emit(summary, args.json, show_summary)
     return 1 if summary.failed else 0
 
@@ -134,8 +156,10 @@ def cmd_index_add(args: argparse.Namespace, settings: Settings) -> int:
         from indexing.remote import remote_add, unreachable
 
         with unreachable(remote[0]):
-            return _run(lambda: remote_add(remote[0], remote[1], args), args)
-    return _run(lambda: index_add(settings, args), args)
+            return _run(
+                lambda: remote_add(remote[0], remote[1], args), args, settings, "ragline index add"
+            )
+    return _run(lambda: index_add(settings, args), args, settings, "ragline index add")
 
 
 def cmd_index_rm(args: argparse.Namespace, settings: Settings) -> int:
@@ -144,7 +168,9 @@ def cmd_index_rm(args: argparse.Namespace, settings: Settings) -> int:
         from indexing.remote import remote_rm, unreachable
 
         with unreachable(remote[0]):
-            return _run(lambda: remote_rm(remote[0], remote[1], args), args)
+            return _run(
+                lambda: remote_rm(remote[0], remote[1], args), args, settings, "ragline index rm"
+            )
 
     async def go() -> Summary:
         indexer, close = await open_indexer(settings, dry_run=args.dry_run)
@@ -153,7 +179,7 @@ def cmd_index_rm(args: argparse.Namespace, settings: Settings) -> int:
         finally:
             await close()
 
-    return _run(go, args)
+    return _run(go, args, settings, "ragline index rm")
 
 
 def cmd_index_ls(args: argparse.Namespace, settings: Settings) -> int:

@@ -16,26 +16,35 @@ from service.api.routes import answer, healthz, readyz, search
 from service.config import Settings
 from service.errors import RaglineError
 from service.runtime import Runtime
+from service.telemetry.core import Telemetry
+from service.telemetry.middleware import TelemetryMiddleware
+from service.telemetry.routes import metrics
 
 
-def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
-    """Build the app; it opens its own runtime unless one is given (tests share one)."""
+def create_app(
+    settings: Settings, runtime: Runtime | None = None, telemetry: Telemetry | None = None
+) -> Litestar:
+    """Build the app; it opens its own runtime unless one is given (tests share one), and its
+    own telemetry from `settings.telemetry` unless one is given (tests capture spans)."""
+    tel = telemetry or Telemetry(settings)
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         rt = runtime or await Runtime.open(settings)
         app.state.runtime = rt
         app.state.key_cache = KeyCache()
+        app.state.telemetry = tel
+        tel.start(rt.pool, queues={"embed": rt.batcher.depth})
         try:
             yield
         finally:
+            await tel.close()
             if runtime is None:
                 await rt.close()
 
-    return Litestar(
-        route_handlers=[answer, search, healthz, readyz, *index_handlers(settings)],
+    app = Litestar(
+        route_handlers=[answer, search, healthz, readyz, metrics, *index_handlers(settings)],
         lifespan=[lifespan],
-        middleware=[RequestIdMiddleware],
         exception_handlers={
             RaglineError: ragline_error_handler,
             HTTPException: http_error_handler,
@@ -43,5 +52,11 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
         },
         request_max_body_size=settings.server.max_body_bytes,
         openapi_config=None,
+        logging_config=None,  # logging is the process's (`telemetry.logs`), not Litestar's
         debug=False,
     )
+    # Outside routing, so unknown paths (404) and wrong methods (405) get a request id, a span
+    # and a count too; Litestar's own `middleware=` runs only for matched routes.
+    handler = TelemetryMiddleware(app.asgi_handler, tel) if tel.enabled else app.asgi_handler
+    app.asgi_handler = RequestIdMiddleware(handler)
+    return app

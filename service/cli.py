@@ -48,12 +48,21 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
     from service.app import create_app
     from service.runtime import limit_native_threads
+    from service.telemetry import logs
 
     limit_native_threads(settings.embedder.threads)
+    logs.install(settings.telemetry.log_format, settings.telemetry.log_level)
     host = args.host or settings.server.host
     port = args.port or settings.server.port
     print(f"Ragline serving on http://{host}:{port}", flush=True)
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="warning", access_log=False)
+    uvicorn.run(
+        create_app(settings),
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        log_config=None,  # uvicorn's lines go through the redacting JSON handler too
+    )
     return 0
 
 

@@ -129,6 +129,36 @@ class GroundingSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     """Longest `done` waits for the score; a late score is left out (`null`)."""
     max_backlog: int = 16
     """Answers waiting for the scoring thread at most; beyond it `done` carries `null`."""
+class TelemetrySettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    traces_exporter: Literal["none", "console", "otlp_grpc", "otlp_http"] = "none"
+    """Where spans go: `none` (tracing off), `console` (stderr), or OTLP over gRPC/HTTP."""
+    otlp_endpoint: str = ""
+    """OTLP endpoint; empty uses the exporter's default (or the `OTEL_EXPORTER_OTLP_*` vars)."""
+    sample_ratio: float = 1.0
+    """Share of new traces sampled (0..1); an incoming `traceparent` decides for its own trace."""
+    service_name: str = "ragline"
+    """`service.name` of the traces."""
+    metrics: bool = True
+    """Serve Prometheus metrics on `GET /metrics` and record them on the request path."""
+    tenant_labels: list[str] = msgspec.field(default_factory=list)
+    """Tenants that get their own metric label; others become `other`. Empty: the first
+    `max_tenant_labels` tenants seen get one (so the label set is always bounded)."""
+    max_tenant_labels: int = 20
+    """Cap on distinct tenant label values when `tenant_labels` is empty."""
+    log_format: Literal["json", "text"] = "json"
+    """Log line format of `ragline serve` (every line is redacted and carries the request id)."""
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    """Root log level of `ragline serve`."""
+    request_log: bool = True
+    """Log one structured line per API request when it ends."""
+    usage_records: bool = True
+    """Write one usage record per API request to PostgreSQL, batched off the request path."""
+    usage_buffer: int = 10_000
+    """Usage records held while PostgreSQL is slow or down; beyond it they are dropped (counted)."""
+    usage_batch: int = 500
+    """Largest batch of usage records written at once."""
+    usage_flush_ms: float = 1000.0
+    """Longest a usage record waits before its batch is written."""
 
 
 class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -143,6 +173,7 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     generator: GeneratorSettings = msgspec.field(default_factory=GeneratorSettings)
     budget: BudgetSettings = msgspec.field(default_factory=BudgetSettings)
     grounding: GroundingSettings = msgspec.field(default_factory=GroundingSettings)
+    telemetry: TelemetrySettings = msgspec.field(default_factory=TelemetrySettings)
 
     @property
     def state_dir(self) -> Path:
@@ -251,6 +282,10 @@ def _check(s: Settings) -> None:
         "generator.max_tokens": s.generator.max_tokens,
         "grounding.timeout_ms": s.grounding.timeout_ms,
         "grounding.max_backlog": s.grounding.max_backlog,
+        "telemetry.max_tenant_labels": s.telemetry.max_tenant_labels,
+        "telemetry.usage_buffer": s.telemetry.usage_buffer,
+        "telemetry.usage_batch": s.telemetry.usage_batch,
+        "telemetry.usage_flush_ms": s.telemetry.usage_flush_ms,
     }
     for key, value in positive.items():
         if value <= 0:
@@ -261,6 +296,8 @@ def _check(s: Settings) -> None:
         raise ConfigError("setting retrieval.top_k: must be <= retrieval.max_top_k")
     if s.database.pool_min > s.database.pool_max:
         raise ConfigError("setting database.pool_min: must be <= database.pool_max")
+    if not 0.0 <= s.telemetry.sample_ratio <= 1.0:
+        raise ConfigError("setting telemetry.sample_ratio: must be between 0 and 1")
     for field in s.retrieval.metadata_fields:
         if field in {"tenant_id", "acl", "doc_id", "text"}:
             raise ConfigError(f"setting retrieval.metadata_fields: {field!r} is reserved")

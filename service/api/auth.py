@@ -10,6 +10,7 @@ from typing import Any
 
 from litestar import Request
 
+from service import telemetry
 from service.db.keys import hash_key, principal_for_key
 from service.errors import Forbidden, Unauthorized
 from service.identity import Principal
@@ -46,15 +47,24 @@ def bearer_key(request: Request[Any, Any, Any]) -> str:
 async def authenticate(
     request: Request[Any, Any, Any], runtime: Runtime, cache: KeyCache, scope: str
 ) -> Principal:
+    with telemetry.stage("auth"):
+        return await _authenticate(request, runtime, cache, scope)
+
+
+async def _authenticate(
+    request: Request[Any, Any, Any], runtime: Runtime, cache: KeyCache, scope: str
+) -> Principal:
     key = bearer_key(request)
     digest = hash_key(key)
     found, principal = cache.get(digest)
+    telemetry.set_attrs(key_cache="hit" if found else "miss")
     if not found:
         async with runtime.pool.acquire() as conn:
             principal = await principal_for_key(conn, key)
         cache.put(digest, principal)
     if principal is None:
         raise Unauthorized("unknown or revoked API key", code="invalid_key")
+    telemetry.set_principal(principal.tenant_id, principal.key_id)
     if not principal.has_scope(scope):
         raise Forbidden(f"this key lacks the {scope!r} scope", code="missing_scope")
     return principal

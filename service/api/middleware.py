@@ -1,5 +1,9 @@
 """Request ids: every request gets one (or keeps a sane incoming `X-Request-ID`), every response
-carries it, and handlers find it in `scope["state"]["request_id"]`.
+carries it, handlers find it in `scope["state"]["request_id"]` and every log line written while
+the request runs carries it (`service.telemetry.logs.request_id_var`).
+
+The same send hook notes the response status and whether the body is complete in the state
+(`response_status`, `response_complete`), so telemetry needs no second hook on every chunk.
 """
 
 from __future__ import annotations
@@ -9,6 +13,8 @@ import secrets
 from typing import Any
 
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
+
+from service.telemetry.logs import request_id_var
 
 _SANE = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
 
@@ -32,6 +38,7 @@ class RequestIdMiddleware:
         rid = incoming if _SANE.match(incoming) else new_request_id()
         state: dict[str, Any] = scope.setdefault("state", {})
         state["request_id"] = rid
+        token = request_id_var.set(rid)
 
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -39,6 +46,12 @@ class RequestIdMiddleware:
                 if not any(k.lower() == b"x-request-id" for k, _ in headers):
                     headers.append((b"x-request-id", rid.encode()))
                 message["headers"] = headers
+                state["response_status"] = message["status"]
+            elif not message.get("more_body", False):
+                state["response_complete"] = True
             await send(message)
 
-        await self.app(scope, receive, send_with_id)
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            request_id_var.reset(token)

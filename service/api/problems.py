@@ -10,6 +10,7 @@ import msgspec
 from litestar import MediaType, Request, Response
 from litestar.exceptions import HTTPException, NotFoundException
 
+from service import telemetry
 from service.api.schemas import Problem
 from service.errors import RaglineError
 
@@ -28,6 +29,7 @@ def problem_response(
         code=code,
         request_id=request_id,
     )
+    telemetry.note_error(code)
     headers = {"X-Request-ID": request_id} if request_id else {}
     if retry_after is not None:
         headers["Retry-After"] = str(max(1, math.ceil(retry_after)))

@@ -46,6 +46,10 @@ class MicroBatcher:
             self._task = None
         self._executor.shutdown(wait=False, cancel_futures=True)
 
+    def depth(self) -> int:
+        """Texts waiting for a batch (the `embed` queue-depth gauge)."""
+        return self._queue.qsize()
+
     async def embed(self, text: str) -> Vectors:
         """One query's vector (shape (dim,)), batched with whatever else is waiting."""
         self.start()

@@ -11,6 +11,7 @@ from typing import Any
 
 import msgspec
 
+from service import telemetry
 from service.config import Settings
 from service.errors import RaglineError
 from service.generate.extractive import ExtractiveGenerator
@@ -99,6 +100,7 @@ class AnswerPipeline:
 
     async def events(self, p: Prepared) -> AsyncIterator[Event]:
         budget: Budget = p.budget
+        telemetry.note_cache(p.cache)
         yield Meta(request_id=p.request_id, cache=p.cache)
         yield Sources(sources=p.sources)
         passages = [
@@ -108,9 +110,12 @@ class AnswerPipeline:
         pieces: list[str] = []
         try:
             async for piece in self._generate(p.query, passages, p.max_tokens, budget):
+                if not pieces:
+                    telemetry.first_token()
                 pieces.append(piece)
                 yield Token(text=piece)
         except RaglineError as exc:
+            telemetry.note_error(exc.code)
             yield Error(code=exc.code, message=exc.message)
             return
         answer = "".join(pieces).strip()
@@ -118,10 +123,12 @@ class AnswerPipeline:
             grounded = await self.grounder.score(
                 answer, {s.id: h.text for s, h in zip(p.sources, p.hits, strict=True)}
             )
+        usage = Usage(prompt_tokens=0, completion_tokens=len(pieces))
+        telemetry.note_tokens(usage.prompt_tokens, usage.completion_tokens)
         yield Done(
             answer=answer,
             citations=citations_in(answer, [s.id for s in p.sources]),
-            usage=Usage(prompt_tokens=0, completion_tokens=len(pieces)),
+            usage=usage,
             timings_ms=dict(budget.timings_ms, total=round(budget.elapsed_ms(), 3)),
             degraded=list(budget.degraded),
             groundedness=grounded,
@@ -132,6 +139,7 @@ class AnswerPipeline:
     ) -> AsyncIterator[str]:
         """The primary generator under the first-token deadline; the fallback when it is late."""
         gen = self.generator.stream(query, passages, max_tokens=max_tokens)
+        telemetry.annotate(model=self.generator.name, sources=len(passages))
         first: str | None = None
         try:
             async with budget.stage(
@@ -141,6 +149,8 @@ class AnswerPipeline:
         except TimeoutError:
             await gen.aclose()  # type: ignore[attr-defined]
             budget.degrade(f"generator_timeout_{self.generator.name}")
+            telemetry.generator_error(self.generator.name, "timeout")
+            telemetry.annotate(model=self.fallback.name)
             gen = self.fallback.stream(query, passages, max_tokens=max_tokens)
             first = await anext(gen, None)
         async with budget.timed("generate_total"):

@@ -1,4 +1,8 @@
-"""One absolute deadline per request; each stage nests its own, capped by what is left."""
+"""One absolute deadline per request; each stage nests its own, capped by what is left.
+
+Every stage run here also gets a trace span, a stage-histogram observation and a place in the
+request's log line (`service.telemetry`), so a new stage is instrumented by running it here.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,9 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
+
+from service import telemetry
 
 
 class Budget:
@@ -25,25 +32,38 @@ class Budget:
     def degrade(self, what: str) -> None:
         if what not in self.degraded:
             self.degraded.append(what)
+            telemetry.note_degraded(what)
+
+    def _record(self, name: str, t0: float) -> None:
+        ms = round((time.perf_counter() - t0) * 1000, 3)
+        self.timings_ms[name] = ms
+        telemetry.observe_stage(name, ms)
 
     @asynccontextmanager
-    async def stage(self, name: str, cap_ms: float | None = None) -> AsyncIterator[None]:
-        """Run a block under min(cap, remaining budget); raises TimeoutError when late."""
+    async def stage(
+        self, name: str, cap_ms: float | None = None, **attrs: Any
+    ) -> AsyncIterator[None]:
+        """Run a block under min(cap, remaining budget); raises TimeoutError when late.
+
+        `attrs` (counts, k, flags — never text) go on the stage's span."""
         when = self.deadline
         if cap_ms is not None:
             when = min(when, self._loop.time() + cap_ms / 1000)
         t0 = time.perf_counter()
-        try:
-            async with asyncio.timeout_at(when):
-                yield
-        finally:
-            self.timings_ms[name] = round((time.perf_counter() - t0) * 1000, 3)
+        with telemetry.span(name, deadline_ms=round((when - self._loop.time()) * 1000, 1), **attrs):
+            try:
+                async with asyncio.timeout_at(when):
+                    yield
+            finally:
+                self._record(name, t0)
 
     @asynccontextmanager
-    async def timed(self, name: str) -> AsyncIterator[None]:
-        """Time a block without a deadline (work after the first token)."""
+    async def timed(self, name: str, **attrs: Any) -> AsyncIterator[None]:
+        """Time a block without a deadline (work after the first token). Its span is not made
+        current: the block may span `yield`s of an async generator."""
         t0 = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.timings_ms[name] = round((time.perf_counter() - t0) * 1000, 3)
+        with telemetry.span(name, attach=False, **attrs):
+            try:
+                yield
+            finally:
+                self._record(name, t0)

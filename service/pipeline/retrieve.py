@@ -6,6 +6,7 @@ list still votes in the fusion, with a smaller weight. A late embedder degrades 
 
 from __future__ import annotations
 
+from service import telemetry
 from service.config import Settings
 from service.embed.batcher import MicroBatcher
 from service.errors import DeadlineExceeded
@@ -36,6 +37,8 @@ class Retriever:
     ) -> list[Hit]:
         b = self.settings.budget
         sparse = query_vector(query)
+        script = script_of(query)
+        telemetry.annotate(k=top_k, lang=script, filtered=filters is not None)
         dense: list[float] | None = None
         try:
             async with budget.stage("embed", b.embed_ms):
@@ -44,7 +47,7 @@ class Retriever:
             budget.degrade("embed_timeout_bm25_only")
         if dense is None and not sparse.indices:
             return []
-        latin = script_of(query) == "latin"
+        latin = script == "latin"
         request = SearchQuery(
             tenant_id=principal.tenant_id,
             identities=principal.identities,
@@ -57,7 +60,12 @@ class Retriever:
             sparse_weight=1.0,
         )
         try:
-            async with budget.stage("search", b.search_ms):
-                return await self.index.search(request)
+            async with budget.stage(
+                "search", b.search_ms, k=top_k, prefetch=request.prefetch, dense=dense is not None
+            ):
+                hits = await self.index.search(request)
+                telemetry.set_attrs(hits=len(hits))
         except TimeoutError:
             raise DeadlineExceeded("vector search missed its deadline") from None
+        telemetry.annotate(hits=len(hits))
+        return hits
