@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from litestar import Litestar
 from litestar.exceptions import HTTPException
 
+from service.admission.middleware import AdmissionMiddleware
 from service.api.auth import KeyCache
 from service.api.middleware import RequestIdMiddleware
 from service.api.problems import http_error_handler, ragline_error_handler, unexpected_error_handler
@@ -34,7 +35,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
     return Litestar(
         route_handlers=[answer, search, healthz, readyz],
         lifespan=[lifespan],
-        middleware=[RequestIdMiddleware],
+        middleware=[RequestIdMiddleware, AdmissionMiddleware],
         exception_handlers={
             RaglineError: ragline_error_handler,
             HTTPException: http_error_handler,
