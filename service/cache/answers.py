@@ -278,7 +278,7 @@ class CachingPipeline:
     async def _follow_remote(self, flight: _AnswerFlight, key: str) -> bool:
         """Another replica computes this answer: take its result when it lands."""
         assert self.remote is not None
-        raw = await self.remote.wait(KIND, key, self.settings.cache.coalesce_wait_ms / 1000)
+        raw = await self.remote.wait(key, self.settings.cache.coalesce_wait_ms / 1000)
         if raw is None:
             return False
         record = record_decoder.decode(raw)

@@ -15,8 +15,7 @@ import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Generic, TypeVar
 
-from service.cache.redis_link import RedisLink, RedisUnavailable
-from service.cache.store import TieredCache
+from service.cache.redis_link import RedisLink, RedisUnavailable, as_bytes
 
 T = TypeVar("T")
 E = TypeVar("E")
@@ -105,9 +104,8 @@ class Broadcast(Generic[E]):
 class RemoteFlights:
     """Coalescing across replicas through Redis: a lock per key, a publish when the result is in."""
 
-    def __init__(self, link: RedisLink, cache: TieredCache, *, poll_s: float = 0.05) -> None:
+    def __init__(self, link: RedisLink, *, poll_s: float = 0.05) -> None:
         self.link = link
-        self.cache = cache
         self.poll_s = poll_s
         self.channel = link.key("flights")
         self._waiting: dict[str, set[asyncio.Event]] = {}
@@ -145,7 +143,7 @@ class RemoteFlights:
         with contextlib.suppress(RedisUnavailable):
             await self.link.call("publish", lambda r: r.publish(self.channel, key))
 
-    async def wait(self, kind: str, key: str, timeout_s: float) -> bytes | None:
+    async def wait(self, key: str, timeout_s: float) -> bytes | None:
         """Wait for another replica's result for `key`; None if it gave up, failed or is late."""
         wake = asyncio.Event()
         self._waiting.setdefault(key, set()).add(wake)
@@ -153,7 +151,7 @@ class RemoteFlights:
         until = loop.time() + timeout_s
         try:
             while loop.time() < until:
-                value, _ = await self.cache.get(kind, key)
+                value = await self._peek(key)
                 if value is not None:
                     return value
                 if not self.link.up or not await self._locked(key):
@@ -169,6 +167,12 @@ class RemoteFlights:
                 waiters.discard(wake)
                 if not waiters:
                     del self._waiting[key]
+
+    async def _peek(self, key: str) -> bytes | None:
+        try:
+            return as_bytes(await self.link.call("get", lambda r: r.get(key)))
+        except RedisUnavailable:
+            return None
 
     async def _locked(self, key: str) -> bool:
         try:

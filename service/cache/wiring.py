@@ -43,7 +43,7 @@ class Caching:
             wait_s=c.idempotency_wait_s,
             stats=stats,
         )
-        self.remote = RemoteFlights(self.redis, self.cache) if self.redis is not None else None
+        self.remote = RemoteFlights(self.redis) if self.redis is not None else None
 
     def batcher(self, embedder: Embedder) -> MicroBatcher:
         e = self.settings.embedder
