@@ -108,11 +108,11 @@ class TenantLimits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Interactive requests a tenant may send at once after being idle."""
     tokens_per_minute: float = 200_000.0
     """Generated tokens per minute per tenant, interactive (0 = unlimited)."""
-    batch_requests_per_second: float = 20.0
+    batch_requests_per_second: float = 50.0
     """Sustained batch requests per second per tenant (0 = unlimited)."""
-    batch_burst: float = 40.0
+    batch_burst: float = 100.0
     """Batch requests a tenant may send at once."""
-    batch_tokens_per_minute: float = 100_000.0
+    batch_tokens_per_minute: float = 200_000.0
     """Generated tokens per minute per tenant, batch (0 = unlimited)."""
 
 

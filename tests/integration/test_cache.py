@@ -103,7 +103,9 @@ async def test_identical_concurrent_requests_compute_once(
     write(tmp_path, "kumquat.md", doc("Kumquat exports grew forty percent in the third quarter."))
     await index_files(runtime, tenant, tmp_path)
     key = await make_key(runtime, tenant, "gina")
-    results = await asyncio.gather(*(ask(http, key, "How much did kumquat exports grow?") for _ in range(8)))
+    results = await asyncio.gather(
+        *(ask(http, key, "How much did kumquat exports grow?") for _ in range(8))
+    )
     assert spy.calls == 1
     assert sorted(r["cache"] for r in results).count("miss") == 1
     assert {r["cache"] for r in results} <= {"miss", "coalesced", "hit"}
