@@ -13,6 +13,7 @@ import asyncio
 import os
 import secrets
 import sys
+from typing import Any
 
 import msgspec
 from redis.asyncio import Redis
@@ -43,9 +44,19 @@ QUESTIONS = [
     "What is uvicorn used for?",
     "How are replication and restarts handled in deployment?",
 ]
-HIT_ROUNDS = 10
-COALESCE_N = 16
-COALESCE_TRIALS = 5
+SMOKE = os.environ.get("RAGLINE_BENCH_SMOKE") == "1"  # a seconds-long check of the harness
+HIT_ROUNDS = 1 if SMOKE else 10
+COALESCE_N = 4 if SMOKE else 16
+COALESCE_TRIALS = 1 if SMOKE else 5
+
+
+def done_of(r: Result) -> dict[str, Any]:
+    done = r.body.split(b"event: done\ndata: ")[-1].split(b"\n")[0]
+    return dict(msgspec.json.decode(done))
+
+
+def answer_of(r: Result) -> str:
+    return str(done_of(r)["answer"])
 
 
 def body(query: str) -> bytes:
@@ -70,11 +81,11 @@ async def run() -> dict[str, object]:
         for i in range(5):  # warm up connections, the embedder and the index
             await client.post("/v1/answer", body(f"warm up question number {i}"), headers)
         misses: list[Result] = []
-        for q in QUESTIONS:
+        for q in QUESTIONS[: 3 if SMOKE else None]:
             misses.append(await client.post("/v1/answer", body(q), headers))
         hits: list[Result] = []
         for _ in range(HIT_ROUNDS):
-            for q in QUESTIONS:
+            for q in QUESTIONS[: 3 if SMOKE else None]:
                 hits.append(await client.post("/v1/answer", body(q), headers))
         trials = []
         for t in range(COALESCE_TRIALS):
@@ -93,7 +104,8 @@ async def run() -> dict[str, object]:
                     "coalesced": statuses.count("coalesced"),
                     "hit": statuses.count("hit"),
                     "all_200": all(r.status == 200 for r in results),
-                    "same_answer": len({r.body.split(b"event: done")[-1] for r in results}) == 1,
+                    "same_answer": len({answer_of(r) for r in results}) == 1,
+                    "degraded": sorted({d for r in results for d in done_of(r)["degraded"]}),
                 }
             )
     finally:
@@ -127,12 +139,14 @@ async def run() -> dict[str, object]:
         "hit_p95_met": hit_total["p95"] <= 5.0,
         "coalescing": trials,
         "coalescing_one_computation_each": all(t["computations"] == 1 for t in trials),
+        "note": "a degraded answer (e.g. the embedder missed its deadline on a loaded machine) "
+        "is never cached, so requests arriving after it finished compute again",
     }
 
 
 def main() -> int:
     result = asyncio.run(run())
-    path = write_result("cache.json", result)
+    path = write_result("cache-smoke.json" if SMOKE else "cache.json", result)
     print(msgspec.json.format(msgspec.json.encode(result)).decode())
     print(f"written to {path}", file=sys.stderr)
     return 0

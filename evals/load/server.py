@@ -68,8 +68,9 @@ class Server:
     @property
     def env(self) -> dict[str, str]:
         base, _, _ = ADMIN_URL.rpartition("/")
+        inherited = {k: v for k, v in os.environ.items() if not k.startswith("RAGLINE_")}
         return {
-            **os.environ,
+            **inherited,
             "HF_HUB_OFFLINE": "1",
             "TOKENIZERS_PARALLELISM": "false",
             "RAGLINE_DATABASE_URL": f"{base}/{self.db}",
@@ -88,7 +89,11 @@ class Server:
         admin = await asyncpg.connect(ADMIN_URL)
         await admin.execute(f'CREATE DATABASE "{self.db}"')
         await admin.close()
-        await asyncio.to_thread(self._launch)
+        try:
+            await asyncio.to_thread(self._launch)
+        except BaseException:
+            await self.stop()
+            raise
 
     def _launch(self) -> None:
         for tenant, users in self.tenants.items():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -47,6 +48,8 @@ class AdmissionGate:
             ),
         }
         self.in_flight = dict.fromkeys(CLASSES, 0)
+        self.avg_hold_s = 0.0  # moving average of how long a request holds its slot
+        self._granted: dict[str, list[float]] = {c: [] for c in CLASSES}
         self.queues: dict[str, deque[asyncio.Future[None]]] = {c: deque() for c in CLASSES}
         self.stats = stats
         for cls in CLASSES:
@@ -89,11 +92,20 @@ class AdmissionGate:
 
     async def acquire(self, cls: str) -> float:
         if self._can_run(cls) and not self._ahead(cls):
-            self.in_flight[cls] += 1
+            self._grant(cls)
             self.stats.inc("admission", cls=cls, outcome="admitted")
             return 0.0
         limits = self.limits[cls]
         queue = self.queues[cls]
+        expected = self.expected_wait_s(cls)
+        if expected > limits.max_wait_s:
+            # it would time out in the queue anyway: say so now, not after the wait
+            self.stats.inc("admission", cls=cls, outcome="rejected_predicted_wait")
+            raise Overloaded(
+                f"{cls} queue is about {expected * 1000:.0f} ms long; retry later",
+                retry_after=max(self.retry_after_s, expected),
+                code="overloaded",
+            )
         if len(queue) >= limits.max_queue:
             self.stats.inc("admission", cls=cls, outcome="rejected_queue_full")
             raise Overloaded(
@@ -126,7 +138,20 @@ class AdmissionGate:
         self.stats.inc("admission", cls=cls, outcome="admitted_after_wait")
         return (loop.time() - t0) * 1000
 
+    def expected_wait_s(self, cls: str) -> float:
+        """How long a request of `cls` arriving now would likely queue (0 until measured)."""
+        ahead = len(self.queues[INTERACTIVE]) + (len(self.queues[BATCH]) if cls == BATCH else 0)
+        return (ahead + 1) * self.avg_hold_s / self.limits[cls].max_in_flight
+
+    def _grant(self, cls: str) -> None:
+        self.in_flight[cls] += 1
+        self._granted[cls].append(time.monotonic())
+
     def release(self, cls: str) -> None:
+        granted = self._granted[cls]
+        if granted:  # FIFO approximation of this request's own grant time
+            held = time.monotonic() - granted.pop(0)
+            self.avg_hold_s = held if self.avg_hold_s == 0 else 0.9 * self.avg_hold_s + 0.1 * held
         self.in_flight[cls] -= 1
         for c in CLASSES:  # interactive first
             queue = self.queues[c]
@@ -134,7 +159,7 @@ class AdmissionGate:
                 fut = queue.popleft()
                 if fut.done():
                     continue
-                self.in_flight[c] += 1
+                self._grant(c)
                 fut.set_result(None)
             if queue:
                 return  # a higher class still waits: lower ones must not overtake it

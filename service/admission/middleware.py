@@ -13,7 +13,8 @@ from litestar.types import ASGIApp, Receive, Scope, Send
 
 from service.admission.gate import BATCH, INTERACTIVE, AdmissionGate
 from service.api.schemas import Problem
-from service.errors import Overloaded
+from service.db.keys import hash_key
+from service.errors import Overloaded, RateLimited
 
 CLASS_HEADER = b"x-ragline-class"
 GUARDED_PREFIX = "/v1/"
@@ -44,8 +45,9 @@ class AdmissionMiddleware:
             await self.app(scope, receive, send)
             return
         try:
+            await _tenant_limit_early(scope, runtime, cls)
             state["queue_ms"] = await gate.acquire(cls)
-        except Overloaded as exc:
+        except (Overloaded, RateLimited) as exc:
             await _refuse(exc, str(state.get("request_id", "")), send)
             return
         try:
@@ -54,7 +56,27 @@ class AdmissionMiddleware:
             gate.release(cls)
 
 
-async def _refuse(exc: Overloaded, request_id: str, send: Send) -> None:
+async def _tenant_limit_early(scope: Scope, runtime: Any, cls: str) -> None:
+    """A key seen recently names its tenant without a database trip: check the tenant's bucket
+    before queueing, so a tenant over its limit gets its 429 at once. Otherwise the route
+    checks after authentication.
+    """
+    key_cache = getattr(scope["app"].state, "key_cache", None)
+    if key_cache is None:
+        return
+    for name, value in scope.get("headers", []):
+        if name == b"authorization":
+            scheme, _, key = value.decode("latin-1").partition(" ")
+            if scheme.lower() != "bearer" or not key.strip():
+                return
+            found, principal = key_cache.get(hash_key(key.strip()))
+            if found and principal is not None:
+                await runtime.limiter.admit(principal.tenant_id, cls)
+                scope["state"]["tenant_admitted"] = True
+            return
+
+
+async def _refuse(exc: Overloaded | RateLimited, request_id: str, send: Send) -> None:
     body = msgspec.json.encode(
         Problem(
             type=f"https://ragline.dev/problems/{exc.code}",

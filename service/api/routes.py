@@ -40,8 +40,19 @@ async def _sse(events: AsyncIterator[Event]) -> AsyncIterator[bytes]:
         yield encode_event(event)
 
 
+async def _sse_at_once(events: AsyncIterator[Event]) -> AsyncIterator[bytes]:
+    """A cached answer is all there already: one write instead of one per token."""
+    yield b"".join([encode_event(event) async for event in events])
+
+
 def _class(request: AnyRequest) -> str:
     return str(request.scope["state"].get("request_class", "interactive"))
+
+
+async def _tenant_limit(rt: Runtime, request: AnyRequest, tenant: str, cls: str) -> None:
+    """429 if the tenant is over its limit (unless admission already checked it)."""
+    if not request.scope["state"].get("tenant_admitted"):
+        await rt.limiter.admit(tenant, cls)
 
 
 async def _charged(
@@ -59,7 +70,7 @@ async def answer(request: AnyRequest, state: State) -> Response[bytes] | Stream:
     rt: Runtime = state.runtime
     principal = await authenticate(request, rt, state.key_cache, "query")
     cls = _class(request)
-    await rt.limiter.admit(principal.tenant_id, cls)
+    await _tenant_limit(rt, request, principal.tenant_id, cls)
     body = await read_json(request, AnswerRequest, rt.settings.server.max_body_bytes)
     filters = parse_filters(body.filters, rt.settings.retrieval.metadata_fields)
     idem_key = request.headers.get("idempotency-key")
@@ -77,7 +88,8 @@ async def answer(request: AnyRequest, state: State) -> Response[bytes] | Stream:
         rt, principal.tenant_id, cls, rt.answers.events(prepared), prepared.cache == "miss"
     )
     if body.stream:
-        return Stream(_sse(events), media_type="text/event-stream", headers=SSE_HEADERS)
+        frames = _sse_at_once(events) if prepared.cache == "hit" else _sse(events)
+        return Stream(frames, media_type="text/event-stream", headers=SSE_HEADERS)
     done: Done | None = None
     sources = prepared.sources
     async for event in events:
@@ -109,7 +121,7 @@ async def answer(request: AnyRequest, state: State) -> Response[bytes] | Stream:
 async def search(request: AnyRequest, state: State) -> Response[bytes]:
     rt: Runtime = state.runtime
     principal = await authenticate(request, rt, state.key_cache, "query")
-    await rt.limiter.admit(principal.tenant_id, _class(request))
+    await _tenant_limit(rt, request, principal.tenant_id, _class(request))
     body = await read_json(request, SearchRequest, rt.settings.server.max_body_bytes)
     filters = parse_filters(body.filters, rt.settings.retrieval.metadata_fields)
     budget = Budget(rt.settings.budget.ttft_ms)

@@ -115,3 +115,20 @@ def test_batch_and_interactive_have_their_own_buckets() -> None:
     limits = TenantLimits(requests_per_second=5, batch_requests_per_second=1, batch_burst=1)
     (ri, _), (rb, _) = buckets_for(limits, INTERACTIVE), buckets_for(limits, BATCH)
     assert ri.rate == 5 and rb.rate == 1 and rb.capacity == 1
+
+
+async def test_a_queue_too_long_to_clear_in_time_refuses_at_once() -> None:
+    g = gate(max_in_flight=2, max_queue=50, max_queue_wait_ms=100.0)
+    g.avg_hold_s = 0.08  # measured: a request holds its slot ~80 ms
+    await g.acquire(INTERACTIVE)
+    await g.acquire(INTERACTIVE)
+    waiters = [asyncio.create_task(g.acquire(INTERACTIVE)) for _ in range(2)]
+    await asyncio.sleep(0)
+    assert g.expected_wait_s(INTERACTIVE) > 0.1
+    with pytest.raises(Overloaded):
+        await g.acquire(INTERACTIVE)
+    # refused before queueing, not after waiting out the 100 ms
+    assert g.stats.count("admission", outcome="rejected_predicted_wait") == 1
+    assert len(g.queues[INTERACTIVE]) == 2
+    for w in waiters:
+        w.cancel()
