@@ -194,6 +194,10 @@ class CachingPipeline:
                 lookup_ms=lookup_ms,
             )
         flight = self._flights.get(key)
+        if flight is not None and (
+            flight.task is None or flight.task.done() or flight.task.cancelling()
+        ):
+            flight = None  # its last listener left and it is being aborted: start afresh
         joined = flight is not None
         if flight is None:
             flight = _AnswerFlight()

@@ -194,3 +194,46 @@ async def test_overload_is_refused_fast_with_503_and_retry_after(
 async def test_readiness_reports_redis_off_without_failing(http: httpx.AsyncClient) -> None:
     ready = await http.get("/readyz")
     assert ready.status_code == 200 and ready.json()["redis"] == "off"
+
+
+class SlowTokens:
+    """A deterministic generator that streams slowly and notes when it is aborted."""
+
+    name = "extractive"
+    deterministic = True
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.aborted = asyncio.Event()
+
+    async def stream(self, question: str, passages: Any, *, max_tokens: int) -> Any:
+        self.calls += 1
+        try:
+            for i in range(100):
+                yield f"word{i} "
+                await asyncio.sleep(0.05)
+        finally:
+            self.aborted.set()
+
+
+async def test_when_every_listener_disconnects_the_generation_is_aborted(
+    http: httpx.AsyncClient, runtime: Any, tenant: str, tmp_path: Path
+) -> None:
+    write(tmp_path, "a.md", doc("The gym opens at six."))
+    await index_files(runtime, tenant, tmp_path)
+    key = await make_key(runtime, tenant, "hal")
+    original, gen = runtime.pipeline.generator, SlowTokens()
+    runtime.pipeline.generator = gen
+    try:
+        body = {"query": "When does the gym open?"}
+        async with http.stream("POST", "/v1/answer", json=body, headers=auth(key)) as resp:
+            async for chunk in resp.aiter_text():
+                if "event: token" in chunk:
+                    break
+        await asyncio.wait_for(gen.aborted.wait(), 5)
+        assert gen.calls == 1
+        # nothing half-done was cached: the next identical request computes afresh
+        resp = await http.post("/v1/answer", json={**body, "stream": False}, headers=auth(key))
+        assert resp.status_code == 200 and resp.json()["cache"] == "miss"
+    finally:
+        runtime.pipeline.generator = original
