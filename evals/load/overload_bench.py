@@ -141,6 +141,8 @@ async def run() -> dict[str, object]:
     capped_d = describe(results["capped_tenant"])
     refusals = [r.total_ms for rs in results.values() for r in rs if r.status in (429, 503)]
     inter_ttft: dict[str, float] = inter["admitted_ttft_ms"]  # type: ignore[assignment]
+    inter_refusal: dict[str, float] = inter["refusal_ms"]  # type: ignore[assignment]
+    capped_refusal: dict[str, float] = capped_d["refusal_ms"]  # type: ignore[assignment]
     return {
         **info,
         "command": "flock /tmp/ragline-bench.lock .venv/bin/python -m evals.load.overload_bench",
@@ -157,9 +159,12 @@ async def run() -> dict[str, object]:
         "batch": bat,
         "capped_tenant": capped_d,
         "refusal_ms_all": summary(refusals),
+        "note": "batch requests wait up to admission.batch_max_queue_wait_ms (10 s) for a slot "
+        "left over by interactive traffic: their refusals are slow by design",
         "checks": {
             "interactive_p95_ttft_within_budget": inter_ttft["p95"] <= BUDGET_MS,
-            "refusals_p95_within_20ms": summary(refusals)["p95"] <= REFUSAL_TARGET_MS,
+            "interactive_refusals_p95_within_20ms": inter_refusal["p95"] <= REFUSAL_TARGET_MS,
+            "capped_tenant_429_p95_within_20ms": capped_refusal["p95"] <= REFUSAL_TARGET_MS,
             "batch_yields_to_interactive": inter["admitted_share"] > bat["admitted_share"],  # type: ignore[operator]
             "capped_tenant_gets_429": capped_d["refused_429"] > 0,  # type: ignore[operator]
         },

@@ -23,6 +23,10 @@ from service.errors import Overloaded
 INTERACTIVE = "interactive"
 BATCH = "batch"
 CLASSES = (INTERACTIVE, BATCH)  # priority order
+QUEUE_HEADROOM = 0.5
+"""Queue a request only if its predicted wait is within this share of the maximum wait: the
+queue then settles well below the maximum, so the excess is refused at once instead of timing
+out after the whole wait (the estimate is only an average)."""
 
 
 class ClassLimits(msgspec.Struct, frozen=True, kw_only=True):
@@ -98,7 +102,7 @@ class AdmissionGate:
         limits = self.limits[cls]
         queue = self.queues[cls]
         expected = self.expected_wait_s(cls)
-        if expected > limits.max_wait_s:
+        if expected > limits.max_wait_s * QUEUE_HEADROOM:
             # it would time out in the queue anyway: say so now, not after the wait
             self.stats.inc("admission", cls=cls, outcome="rejected_predicted_wait")
             raise Overloaded(
