@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from litestar import Litestar
 from litestar.exceptions import HTTPException
 
+from service.admission.middleware import AdmissionMiddleware
 from service.api.auth import KeyCache
 from service.api.index_routes import index_handlers
 from service.api.middleware import RequestIdMiddleware
@@ -45,6 +46,7 @@ def create_app(
     app = Litestar(
         route_handlers=[answer, search, healthz, readyz, metrics, *index_handlers(settings)],
         lifespan=[lifespan],
+        middleware=[AdmissionMiddleware],
         exception_handlers={
             RaglineError: ragline_error_handler,
             HTTPException: http_error_handler,

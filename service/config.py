@@ -47,6 +47,82 @@ class DatabaseSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
 class RedisSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     url: str = ""
     """Redis URL for the shared L2 cache and limits; empty keeps everything in-process."""
+    prefix: str = "ragline:"
+    """Prefix of every Redis key Ragline writes (several deployments can share one Redis)."""
+    timeout_ms: float = 30.0
+    """Deadline of one Redis call; a late call counts as a failure and the request goes on."""
+    failures_to_degrade: int = 3
+    """Consecutive failed calls after which Redis is treated as down (L1 and local limits)."""
+    probe_interval_s: float = 1.0
+    """While Redis is down, how often a background ping checks whether it is back."""
+
+
+class CacheSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    enabled: bool = True
+    """Cache embeddings, retrieval results and deterministic answers (L1, plus Redis as L2)."""
+    l1_max_entries: int = 20_000
+    """Most entries the in-process L1 keeps (least recently used go first)."""
+    l1_max_bytes: int = 64 * 1024 * 1024
+    """Most bytes of values the in-process L1 keeps."""
+    embedding_ttl_s: float = 3600.0
+    """How long a query embedding stays cached."""
+    retrieval_ttl_s: float = 600.0
+    """How long a retrieval result stays cached (an index change invalidates it at once)."""
+    answer_ttl_s: float = 600.0
+    """How long a whole answer stays cached (deterministic generators only)."""
+    visibility_ttl_s: float = 600.0
+    """How long a tenant's ACL identity set stays cached per index version."""
+    version_timeout_ms: float = 100.0
+    """Deadline of the per-request index-version read; when late, the request bypasses caches."""
+    coalesce_wait_ms: float = 10_000.0
+    """Longest a request waits for another replica computing the same answer."""
+    idempotency_window_s: float = 3600.0
+    """How long an `Idempotency-Key` replays its answer."""
+    idempotency_wait_s: float = 30.0
+    """Longest a retry waits for the first request with its key to finish."""
+
+
+class AdmissionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    enabled: bool = True
+    """Bound in-flight requests and queues; beyond them answer 503 at once."""
+    max_in_flight: int = 32
+    """Requests served at once, all classes together."""
+    max_queue: int = 64
+    """Interactive requests that may wait for a slot."""
+    max_queue_wait_ms: float = 200.0
+    """Longest an interactive request waits for a slot before 503 (keep well inside the budget)."""
+    batch_max_in_flight: int = 4
+    """Slots batch requests (`X-Ragline-Class: batch`) may hold; the rest stay for interactive."""
+    batch_max_queue: int = 256
+    """Batch requests that may wait for a slot."""
+    batch_max_queue_wait_ms: float = 10_000.0
+    """Longest a batch request waits for a slot before 503."""
+    retry_after_s: float = 1.0
+    """`Retry-After` of a 503 overload answer."""
+
+
+class TenantLimits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    requests_per_second: float = 50.0
+    """Sustained interactive requests per second per tenant (0 = unlimited)."""
+    burst: float = 100.0
+    """Interactive requests a tenant may send at once after being idle."""
+    tokens_per_minute: float = 200_000.0
+    """Generated tokens per minute per tenant, interactive (0 = unlimited)."""
+    batch_requests_per_second: float = 50.0
+    """Sustained batch requests per second per tenant (0 = unlimited)."""
+    batch_burst: float = 100.0
+    """Batch requests a tenant may send at once."""
+    batch_tokens_per_minute: float = 200_000.0
+    """Generated tokens per minute per tenant, batch (0 = unlimited)."""
+
+
+class LimitsSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    enabled: bool = True
+    """Per-tenant token buckets (in Redis when configured, so replicas share them)."""
+    default: TenantLimits = msgspec.field(default_factory=TenantLimits)
+    """Limits of every tenant without an override."""
+    tenants: dict[str, TenantLimits] = msgspec.field(default_factory=dict)
+    """Per-tenant overrides, e.g. `[limits.tenants.acme] requests_per_second = 200`."""
 
 
 class IndexSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -166,6 +242,9 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     storage: StorageSettings = msgspec.field(default_factory=StorageSettings)
     database: DatabaseSettings = msgspec.field(default_factory=DatabaseSettings)
     redis: RedisSettings = msgspec.field(default_factory=RedisSettings)
+    cache: CacheSettings = msgspec.field(default_factory=CacheSettings)
+    admission: AdmissionSettings = msgspec.field(default_factory=AdmissionSettings)
+    limits: LimitsSettings = msgspec.field(default_factory=LimitsSettings)
     index: IndexSettings = msgspec.field(default_factory=IndexSettings)
     embedder: EmbedderSettings = msgspec.field(default_factory=EmbedderSettings)
     indexing: IndexingSettings = msgspec.field(default_factory=IndexingSettings)
@@ -287,11 +366,28 @@ def _check(s: Settings) -> None:
         "telemetry.usage_batch": s.telemetry.usage_batch,
         "telemetry.usage_flush_ms": s.telemetry.usage_flush_ms,
     }
+    positive.update(
+        {
+            "redis.timeout_ms": s.redis.timeout_ms,
+            "redis.failures_to_degrade": s.redis.failures_to_degrade,
+            "redis.probe_interval_s": s.redis.probe_interval_s,
+            "cache.l1_max_entries": s.cache.l1_max_entries,
+            "cache.l1_max_bytes": s.cache.l1_max_bytes,
+            "cache.version_timeout_ms": s.cache.version_timeout_ms,
+            "admission.max_in_flight": s.admission.max_in_flight,
+            "admission.batch_max_in_flight": s.admission.batch_max_in_flight,
+        }
+    )
     for key, value in positive.items():
         if value <= 0:
             raise ConfigError(f"setting {key}: must be > 0, got {value}")
     if not 0 < s.server.port < 65536:
         raise ConfigError(f"setting server.port: must be a TCP port, got {s.server.port}")
+    if s.admission.batch_max_in_flight >= s.admission.max_in_flight:
+        raise ConfigError(
+            "setting admission.batch_max_in_flight: must be < admission.max_in_flight"
+            " (interactive traffic keeps slots batch cannot take)"
+        )
     if s.retrieval.top_k > s.retrieval.max_top_k:
         raise ConfigError("setting retrieval.top_k: must be <= retrieval.max_top_k")
     if s.database.pool_min > s.database.pool_max:

@@ -12,6 +12,10 @@ from typing import Any
 
 import asyncpg
 
+from service.admission.buckets import TenantLimiter
+from service.admission.gate import AdmissionGate
+from service.cache.stats import Stats
+from service.cache.wiring import Caching
 from service.config import Settings
 from service.db.pool import open_pool
 from service.embed.batcher import MicroBatcher
@@ -53,18 +57,23 @@ class Runtime:
         self.index = index
         self.embedder = embedder
         self.ingest_lock = asyncio.Lock()  # the index API ingests one request at a time
-        self.batcher = MicroBatcher(
-            embedder,
-            max_batch=settings.embedder.max_batch,
-            max_wait_ms=settings.embedder.max_wait_ms,
-        )
-        self.retriever = Retriever(self.batcher, index, settings)
+        self.stats = Stats()
+        # caches (L1 + Redis L2), coalescing, idempotency: see service/cache/wiring.py
+        self.caching = Caching(settings, pool, self.stats)
+        self.batcher: MicroBatcher = self.caching.batcher(embedder)
+        self.retriever: Retriever = self.caching.retriever(self.batcher, index)
         self.pipeline = AnswerPipeline(
             self.retriever,
             ExtractiveGenerator(settings.generator.max_sentences),
             settings,
             grounder=Grounder.from_settings(settings.grounding, embedder),
         )
+        self.answers = self.caching.answers(self.pipeline)
+        # admission (in-flight, queues per class) and per-tenant token buckets
+        self.gate = (
+            AdmissionGate(settings.admission, self.stats) if settings.admission.enabled else None
+        )
+        self.limiter = TenantLimiter(settings.limits, self.caching.redis, self.stats)
 
     @classmethod
     async def open(cls, settings: Settings, *, embedder: Embedder | None = None) -> Runtime:
@@ -84,10 +93,13 @@ class Runtime:
             raise
         rt = cls(settings, pool, index, embedder)
         rt.batcher.start()
+        await rt.caching.start()
         return rt
 
     async def close(self) -> None:
         self.pipeline.grounder.close()
+        await self.answers.close()
+        await self.caching.close()
         await self.batcher.close()
         await self.index.close()
         await self.pool.close()

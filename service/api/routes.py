@@ -14,6 +14,7 @@ from service.api.auth import authenticate
 from service.api.body import read_json
 from service.api.schemas import AnswerRequest, AnswerResponse, SearchRequest, SearchResponse
 from service.api.sse import SSE_HEADERS, encode_event
+from service.cache.idempotency import request_digest
 from service.errors import InvalidRequest
 from service.index.filters import parse_filters
 from service.pipeline.budget import Budget
@@ -39,27 +40,59 @@ async def _sse(events: AsyncIterator[Event]) -> AsyncIterator[bytes]:
         yield encode_event(event)
 
 
+async def _sse_at_once(events: AsyncIterator[Event]) -> AsyncIterator[bytes]:
+    """A cached answer is all there already: one write instead of one per token."""
+    yield b"".join([encode_event(event) async for event in events])
+
+
+def _class(request: AnyRequest) -> str:
+    return str(request.scope["state"].get("request_class", "interactive"))
+
+
+async def _tenant_limit(rt: Runtime, request: AnyRequest, tenant: str, cls: str) -> None:
+    """429 if the tenant is over its limit (unless admission already checked it)."""
+    if not request.scope["state"].get("tenant_admitted"):
+        await rt.limiter.admit(tenant, cls)
+
+
+async def _charged(
+    rt: Runtime, tenant: str, cls: str, events: AsyncIterator[Event], generated: bool
+) -> AsyncIterator[Event]:
+    """Charge the tokens this request generated to its tenant's bucket (not cached replays)."""
+    async for event in events:
+        if generated and isinstance(event, Done):
+            await rt.limiter.charge(tenant, cls, event.usage.completion_tokens)
+        yield event
+
+
 @post("/v1/answer", status_code=200)
 async def answer(request: AnyRequest, state: State) -> Response[bytes] | Stream:
     rt: Runtime = state.runtime
     principal = await authenticate(request, rt, state.key_cache, "query")
+    cls = _class(request)
+    await _tenant_limit(rt, request, principal.tenant_id, cls)
     body = await read_json(request, AnswerRequest, rt.settings.server.max_body_bytes)
     filters = parse_filters(body.filters, rt.settings.retrieval.metadata_fields)
-    prepared = await rt.pipeline.prepare(
+    idem_key = request.headers.get("idempotency-key")
+    prepared = await rt.answers.prepare(
         principal,
         body.query,
         filters=filters,
         top_k=_top_k(rt, body.top_k),
         max_tokens=min(body.max_tokens or rt.settings.generator.max_tokens, 4096),
         request_id=_rid(request),
+        idempotency_key=idem_key,
+        body_digest=request_digest(body) if idem_key is not None else "",
+    )
+    events = _charged(
+        rt, principal.tenant_id, cls, rt.answers.events(prepared), prepared.cache == "miss"
     )
     if body.stream:
-        return Stream(
-            _sse(rt.pipeline.events(prepared)), media_type="text/event-stream", headers=SSE_HEADERS
-        )
+        frames = _sse_at_once(events) if prepared.cache == "hit" else _sse(events)
+        return Stream(frames, media_type="text/event-stream", headers=SSE_HEADERS)
     done: Done | None = None
     sources = prepared.sources
-    async for event in rt.pipeline.events(prepared):
+    async for event in events:
         if isinstance(event, Error):
             from service.errors import UpstreamError
 
@@ -89,6 +122,7 @@ async def answer(request: AnyRequest, state: State) -> Response[bytes] | Stream:
 async def search(request: AnyRequest, state: State) -> Response[bytes]:
     rt: Runtime = state.runtime
     principal = await authenticate(request, rt, state.key_cache, "query")
+    await _tenant_limit(rt, request, principal.tenant_id, _class(request))
     body = await read_json(request, SearchRequest, rt.settings.server.max_body_bytes)
     filters = parse_filters(body.filters, rt.settings.retrieval.metadata_fields)
     budget = Budget(rt.settings.budget.ttft_ms)
@@ -120,7 +154,9 @@ async def readyz(state: State) -> Response[bytes]:
         checks["database"] = False
     checks["index"] = await rt.index.healthy()
     ready = all(checks.values())
-    body = {"status": "ready" if ready else "not_ready", "checks": checks}
+    body: dict[str, Any] = {"status": "ready" if ready else "not_ready", "checks": checks}
+    # Redis is optional: when down, L1 and local limits serve; it degrades, never fails, readiness
+    body["redis"] = rt.caching.redis_state()
     return Response(
         msgspec.json.encode(body),
         status_code=200 if ready else 503,

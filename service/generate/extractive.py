@@ -42,6 +42,7 @@ def pick_sentences(question: str, passages: Sequence[Passage], limit: int) -> li
 
 class ExtractiveGenerator:
     name = "extractive"
+    deterministic = True  # same question and passages, same answer: whole answers may be cached
 
     def __init__(self, max_sentences: int = 3) -> None:
         self.max_sentences = max_sentences

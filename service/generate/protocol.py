@@ -20,6 +20,11 @@ class Passage(msgspec.Struct, kw_only=True):
 
 
 class Generator(Protocol):
+    """A generator may also set `deterministic = True` when the same question and passages
+    always give the same answer (extractive; a model at temperature 0): only then are whole
+    answers cached and shared between identical requests (see service/cache/answers.py).
+    """
+
     name: str
 
     def stream(

@@ -1,0 +1,128 @@
+"""A lean HTTP/1.1 client for load generation: keep-alive connections, chunked SSE read just far
+enough to time the first token. httpx costs about a millisecond of CPU per request, which on two
+shared cores would distort the very latencies measured here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import msgspec
+
+
+class Result(msgspec.Struct, kw_only=True):
+    status: int
+    ttft_ms: float  # time to the first `token` event (or to the whole response if none)
+    total_ms: float
+    cache: str = ""
+    body: bytes = b""
+
+
+class _Conn:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+
+
+class Client:
+    def __init__(self, host: str, port: int) -> None:
+        self.host = host
+        self.port = port
+        self._idle: list[_Conn] = []
+
+    async def _conn(self) -> _Conn:
+        while self._idle:
+            conn = self._idle.pop()
+            if not conn.writer.is_closing():
+                return conn
+        reader, writer = await asyncio.open_connection(self.host, self.port)
+        return _Conn(reader, writer)
+
+    async def close(self) -> None:
+        for conn in self._idle:
+            conn.writer.close()
+        self._idle.clear()
+
+    async def post(self, path: str, body: bytes, headers: dict[str, str]) -> Result:
+        t0 = time.perf_counter()
+        conn = await self._conn()
+        head = [f"POST {path} HTTP/1.1", f"Host: {self.host}:{self.port}"]
+        head += [f"{k}: {v}" for k, v in headers.items()]
+        head += ["Content-Type: application/json", f"Content-Length: {len(body)}", "", ""]
+        conn.writer.write("\r\n".join(head).encode() + body)
+        try:
+            result = await self._read(conn, t0)
+        except BaseException:
+            conn.writer.close()
+            raise
+        self._idle.append(conn)
+        return result
+
+    async def _read(self, conn: _Conn, t0: float) -> Result:
+        status_line = await conn.reader.readline()
+        status = int(status_line.split()[1])
+        length, chunked, closing = -1, False, False
+        while True:
+            line = await conn.reader.readline()
+            if line in (b"\r\n", b""):
+                break
+            name, _, value = line.decode("latin-1").partition(":")
+            name, value = name.strip().lower(), value.strip()
+            if name == "content-length":
+                length = int(value)
+            elif name == "transfer-encoding" and "chunked" in value.lower():
+                chunked = True
+            elif name == "connection" and value.lower() == "close":
+                closing = True
+        ttft: float | None = None
+        body = bytearray()
+        if chunked:
+            while True:
+                size = int((await conn.reader.readline()).split(b";")[0], 16)
+                if size == 0:
+                    await conn.reader.readline()
+                    break
+                body += await conn.reader.readexactly(size)
+                await conn.reader.readexactly(2)
+                if ttft is None and b"event: token" in body:
+                    ttft = (time.perf_counter() - t0) * 1000
+        elif length >= 0:
+            body += await conn.reader.readexactly(length)
+        total = (time.perf_counter() - t0) * 1000
+        if closing:
+            conn.writer.close()
+        return Result(
+            status=status,
+            ttft_ms=ttft if ttft is not None else total,
+            total_ms=total,
+            cache=_cache_of(bytes(body)),
+            body=bytes(body),
+        )
+
+
+def _cache_of(body: bytes) -> str:
+    marker = b'"cache":"'
+    i = body.find(marker)
+    if i < 0:
+        return ""
+    j = body.find(b'"', i + len(marker))
+    return body[i + len(marker) : j].decode()
+
+
+def percentile(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    k = min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))
+    return round(ordered[k], 3)
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {
+        "n": len(values),
+        "p50": percentile(values, 50),
+        "p95": percentile(values, 95),
+        "p99": percentile(values, 99),
+        "max": round(max(values), 3) if values else float("nan"),
+    }

@@ -1,0 +1,169 @@
+"""The admission gate: a bounded number of requests in flight and a bounded, time-limited queue
+per request class. Interactive requests are always served before batch ones, and batch may hold
+only a few slots, so batch traffic can never starve interactive traffic. A request the gate
+cannot take is refused at once (queue full) or after at most its class's maximum wait — never
+after the whole budget.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+import msgspec
+
+from service.cache.stats import Stats
+from service.config import AdmissionSettings
+from service.errors import Overloaded
+
+INTERACTIVE = "interactive"
+BATCH = "batch"
+CLASSES = (INTERACTIVE, BATCH)  # priority order
+QUEUE_HEADROOM = 0.5
+"""Queue a request only if its predicted wait is within this share of the maximum wait: the
+queue then settles well below the maximum, so the excess is refused at once instead of timing
+out after the whole wait (the estimate is only an average)."""
+
+
+class ClassLimits(msgspec.Struct, frozen=True, kw_only=True):
+    max_in_flight: int
+    max_queue: int
+    max_wait_s: float
+
+
+class AdmissionGate:
+    def __init__(self, settings: AdmissionSettings, stats: Stats) -> None:
+        self.max_in_flight = settings.max_in_flight
+        self.retry_after_s = settings.retry_after_s
+        self.limits = {
+            INTERACTIVE: ClassLimits(
+                max_in_flight=settings.max_in_flight,
+                max_queue=settings.max_queue,
+                max_wait_s=settings.max_queue_wait_ms / 1000,
+            ),
+            BATCH: ClassLimits(
+                max_in_flight=settings.batch_max_in_flight,
+                max_queue=settings.batch_max_queue,
+                max_wait_s=settings.batch_max_queue_wait_ms / 1000,
+            ),
+        }
+        self.in_flight = dict.fromkeys(CLASSES, 0)
+        self.avg_hold_s = 0.0  # moving average of how long a request holds its slot
+        self._granted: dict[str, list[float]] = {c: [] for c in CLASSES}
+        self.queues: dict[str, deque[asyncio.Future[None]]] = {c: deque() for c in CLASSES}
+        self.stats = stats
+        for cls in CLASSES:
+            stats.gauge(f"admission_in_flight_{cls}", self._reader(self.in_flight, cls))
+            stats.gauge(f"admission_queue_depth_{cls}", self._depth_reader(cls))
+
+    def _reader(self, counts: dict[str, int], cls: str) -> Callable[[], float]:
+        return lambda: float(counts[cls])
+
+    def _depth_reader(self, cls: str) -> Callable[[], float]:
+        return lambda: float(len(self.queues[cls]))
+
+    @property
+    def total_in_flight(self) -> int:
+        return sum(self.in_flight.values())
+
+    def _can_run(self, cls: str) -> bool:
+        return (
+            self.total_in_flight < self.max_in_flight
+            and self.in_flight[cls] < self.limits[cls].max_in_flight
+        )
+
+    def _ahead(self, cls: str) -> bool:
+        """Someone of this class or a higher-priority one is already waiting."""
+        for c in CLASSES:
+            if self.queues[c]:
+                return True
+            if c == cls:
+                return False
+        return False
+
+    @asynccontextmanager
+    async def slot(self, cls: str) -> AsyncIterator[float]:
+        """Hold one slot of `cls` for the block; yields the milliseconds spent queueing."""
+        waited = await self.acquire(cls)
+        try:
+            yield waited
+        finally:
+            self.release(cls)
+
+    async def acquire(self, cls: str) -> float:
+        if self._can_run(cls) and not self._ahead(cls):
+            self._grant(cls)
+            self.stats.inc("admission", cls=cls, outcome="admitted")
+            return 0.0
+        limits = self.limits[cls]
+        queue = self.queues[cls]
+        expected = self.expected_wait_s(cls)
+        if expected > limits.max_wait_s * QUEUE_HEADROOM:
+            # it would time out in the queue anyway: say so now, not after the wait
+            self.stats.inc("admission", cls=cls, outcome="rejected_predicted_wait")
+            raise Overloaded(
+                f"{cls} queue is about {expected * 1000:.0f} ms long; retry later",
+                retry_after=max(self.retry_after_s, expected),
+                code="overloaded",
+            )
+        if len(queue) >= limits.max_queue:
+            self.stats.inc("admission", cls=cls, outcome="rejected_queue_full")
+            raise Overloaded(
+                f"too many {cls} requests waiting; retry later",
+                retry_after=self.retry_after_s,
+                code="overloaded",
+            )
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
+        queue.append(fut)
+        t0 = loop.time()
+        try:
+            async with asyncio.timeout(limits.max_wait_s):
+                await fut
+        except (TimeoutError, asyncio.CancelledError) as exc:
+            if fut.done() and not fut.cancelled():
+                self.release(cls)  # granted just as we gave up: pass the slot on
+            else:
+                fut.cancel()
+                with contextlib.suppress(ValueError):
+                    queue.remove(fut)
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            self.stats.inc("admission", cls=cls, outcome="rejected_queue_timeout")
+            raise Overloaded(
+                f"no {cls} slot within {limits.max_wait_s * 1000:.0f} ms; retry later",
+                retry_after=self.retry_after_s,
+                code="overloaded",
+            ) from None
+        self.stats.inc("admission", cls=cls, outcome="admitted_after_wait")
+        return (loop.time() - t0) * 1000
+
+    def expected_wait_s(self, cls: str) -> float:
+        """How long a request of `cls` arriving now would likely queue (0 until measured)."""
+        ahead = len(self.queues[INTERACTIVE]) + (len(self.queues[BATCH]) if cls == BATCH else 0)
+        return (ahead + 1) * self.avg_hold_s / self.limits[cls].max_in_flight
+
+    def _grant(self, cls: str) -> None:
+        self.in_flight[cls] += 1
+        self._granted[cls].append(time.monotonic())
+
+    def release(self, cls: str) -> None:
+        granted = self._granted[cls]
+        if granted:  # FIFO approximation of this request's own grant time
+            held = time.monotonic() - granted.pop(0)
+            self.avg_hold_s = held if self.avg_hold_s == 0 else 0.9 * self.avg_hold_s + 0.1 * held
+        self.in_flight[cls] -= 1
+        for c in CLASSES:  # interactive first
+            queue = self.queues[c]
+            while queue and self._can_run(c):
+                fut = queue.popleft()
+                if fut.done():
+                    continue
+                self._grant(c)
+                fut.set_result(None)
+            if queue:
+                return  # a higher class still waits: lower ones must not overtake it

@@ -1,0 +1,64 @@
+"""Query embeddings, cached: the same (normalized) query of a tenant is embedded once per TTL.
+
+The retriever only knows the micro-batcher's `embed(text)`, so this is a batcher whose `embed`
+looks in the cache first; the tenant comes from `tenant_scope`, which the caching retriever sets.
+Outside such a scope it embeds without caching.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from typing import Any
+
+import numpy as np
+
+from service.cache.flights import SingleFlight
+from service.cache.keys import Keys
+from service.cache.store import TieredCache
+from service.embed.batcher import MicroBatcher
+from service.embed.protocol import Embedder, Vectors
+
+KIND = "embedding"
+
+tenant_scope: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "ragline_tenant_scope", default=None
+)
+
+
+class CachingBatcher(MicroBatcher):
+    """Keyed by tenant, model and text: an embedding carries no index data, so neither the
+    index version nor visibility changes it. Concurrent identical queries share one embedding.
+    """
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        cache: TieredCache,
+        keys: Keys,
+        *,
+        model: str,
+        ttl_s: float,
+        **batcher: Any,
+    ) -> None:
+        super().__init__(embedder, **batcher)
+        self.cache = cache
+        self.keys = keys
+        self.model = model
+        self.ttl_s = ttl_s
+        self._flights: SingleFlight[Vectors] = SingleFlight()
+
+    async def embed(self, text: str) -> Vectors:
+        tenant = tenant_scope.get()
+        if tenant is None:
+            return await super().embed(text)
+        key = self.keys.embedding(tenant, self.model, text)
+        raw, _ = await self.cache.get(KIND, key)
+        if raw is not None:
+            return np.frombuffer(raw, dtype=np.float32)
+        vec, _ = await self._flights.run(key, lambda: self._compute(key, text))
+        return vec
+
+    async def _compute(self, key: str, text: str) -> Vectors:
+        vec = np.ascontiguousarray(await super().embed(text), dtype=np.float32)
+        await self.cache.set(KIND, key, vec.tobytes(), self.ttl_s, background=True)
+        return vec

@@ -1,0 +1,105 @@
+"""Cache keys (ARCHITECTURE §4): tenant, effective-visibility fingerprint, index version,
+normalized request and pipeline version — readable where that helps operators, hashed where it
+would expose a query (no raw query text ever appears in a key).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import unicodedata
+from typing import Any
+
+import msgspec
+
+from service.config import Settings
+from service.index.filters import FilterSpec
+
+PIPELINE_VERSION = "1"
+"""Bump when retrieval or answer code changes what it returns for the same inputs."""
+
+
+def normalize_query(query: str) -> str:
+    """NFC, whitespace collapsed, trimmed: spellings that every stage treats alike."""
+    return unicodedata.normalize("NFC", " ".join(query.split()))
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(
+        msgspec.to_builtins(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+
+
+def canonical_filters(filters: FilterSpec | None) -> str:
+    """Parsed filters as canonical JSON; the order conditions were written in does not matter."""
+    if filters is None:
+        return "null"
+    return "[" + ",".join(sorted(canonical_json(c) for c in filters.conditions)) + "]"
+
+
+def digest(*parts: str) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode())
+        h.update(b"\x1f")
+    return h.hexdigest()[:40]
+
+
+def retrieval_version(settings: Settings, embedder_name: str) -> str:
+    """What retrieval returns depends on these settings and the embedder, and on this code."""
+    blob = canonical_json(
+        [
+            PIPELINE_VERSION,
+            settings.retrieval,
+            settings.embedder.backend,
+            settings.embedder.model_dir,
+            embedder_name,
+        ]
+    )
+    return "r" + digest(blob)[:12]
+
+
+def answer_version(retrieval: str, settings: Settings, generator: object) -> str:
+    """The retrieval version plus the generator, its settings and its prompt version."""
+    blob = canonical_json(
+        [
+            retrieval,
+            settings.generator,
+            getattr(generator, "name", type(generator).__name__),
+            str(getattr(generator, "prompt_version", "")),
+        ]
+    )
+    return "a" + digest(blob)[:12]
+
+
+class Keys:
+    def __init__(self, prefix: str, retrieval: str, answer: str) -> None:
+        self.prefix = prefix
+        self.retrieval_version = retrieval
+        self.answer_version = answer
+
+    def embedding(self, tenant_id: str, model: str, query: str) -> str:
+        # An embedding holds no index data: tenant-scoped, but no visibility or version needed.
+        return f"{self.prefix}emb:{tenant_id}:{digest(model, query)}"
+
+    def retrieval(
+        self, tenant_id: str, fingerprint: str, version: int, query: str, filters: str, k: int
+    ) -> str:
+        req = digest(self.retrieval_version, query, filters, str(k))
+        return f"{self.prefix}ret:{tenant_id}:v{version}:{fingerprint}:{req}"
+
+    def answer(
+        self,
+        tenant_id: str,
+        fingerprint: str,
+        version: int,
+        query: str,
+        filters: str,
+        k: int,
+        max_tokens: int,
+    ) -> str:
+        req = digest(self.answer_version, query, filters, str(k), str(max_tokens))
+        return f"{self.prefix}ans:{tenant_id}:v{version}:{fingerprint}:{req}"
+
+    def idempotency(self, tenant_id: str, principal_fp: str, key: str) -> str:
+        return f"{self.prefix}idem:{tenant_id}:{principal_fp}:{digest(key)}"

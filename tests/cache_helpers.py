@@ -1,0 +1,95 @@
+"""Helpers for cache and admission tests: a counting generator, replicas of the runtime that
+share its pool, index and embedder, and an app served on a real socket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import msgspec
+import uvicorn
+
+from service.generate.extractive import ExtractiveGenerator
+from service.generate.protocol import Passage
+
+TEST_REDIS_URL = os.environ.get("RAGLINE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
+class CountingGenerator:
+    """The extractive generator, counted, optionally slow, optionally declared non-deterministic."""
+
+    name = "extractive"
+
+    def __init__(self, *, delay: float = 0.0, deterministic: bool = True) -> None:
+        self.inner = ExtractiveGenerator()
+        self.delay = delay
+        self.deterministic = deterministic
+        self.calls = 0
+
+    async def stream(
+        self, question: str, passages: Sequence[Passage], *, max_tokens: int
+    ) -> AsyncIterator[str]:
+        self.calls += 1
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        async for piece in self.inner.stream(question, passages, max_tokens=max_tokens):
+            yield piece
+
+
+def with_sections(settings: Any, **sections: Any) -> Any:
+    """A copy of the settings with some sections replaced (`redis=RedisSettings(...)`)."""
+    return msgspec.structs.replace(settings, **sections)
+
+
+def redis_settings(url: str = TEST_REDIS_URL, **kw: Any) -> Any:
+    from service.config import RedisSettings
+
+    return RedisSettings(url=url, prefix=f"ragline-test-{secrets.token_hex(4)}:", **kw)
+
+
+async def replica(runtime: Any, settings: Any) -> Any:
+    """Another Runtime over the same pool, index and embedder (as a second replica would be)."""
+    from service.runtime import Runtime
+
+    rt = Runtime(settings, runtime.pool, runtime.index, runtime.embedder)
+    rt.batcher.start()
+    await rt.caching.start()
+    return rt
+
+
+async def close_replica(rt: Any) -> None:
+    await rt.answers.close()
+    await rt.caching.close()
+    await rt.batcher.close()
+
+
+@contextlib.asynccontextmanager
+async def serve(settings: Any, runtime: Any) -> AsyncIterator[str]:
+    from service.app import create_app
+    from tests.conftest import free_port
+
+    port = free_port()
+    srv = uvicorn.Server(
+        uvicorn.Config(
+            create_app(settings, runtime=runtime),
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            lifespan="on",
+        )
+    )
+    task = asyncio.create_task(srv.serve())
+    while not srv.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        srv.should_exit = True
+        await task
