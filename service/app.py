@@ -10,6 +10,7 @@ from litestar.exceptions import HTTPException
 
 from service.api.auth import KeyCache
 from service.api.middleware import RequestIdMiddleware
+from service.api.openai_routes import chat_completions
 from service.api.problems import http_error_handler, ragline_error_handler, unexpected_error_handler
 from service.api.routes import answer, healthz, readyz, search
 from service.config import Settings
@@ -32,7 +33,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> Litestar:
                 await rt.close()
 
     return Litestar(
-        route_handlers=[answer, search, healthz, readyz],
+        route_handlers=[answer, search, healthz, readyz, chat_completions],
         lifespan=[lifespan],
         middleware=[RequestIdMiddleware],
         exception_handlers={

@@ -18,6 +18,8 @@ from service.embed.batcher import MicroBatcher
 from service.embed.loader import load_embedder
 from service.embed.protocol import Embedder
 from service.generate.extractive import ExtractiveGenerator
+from service.generate.factory import open_router
+from service.generate.router import GeneratorRouter
 from service.index.edge import EdgeIndex
 from service.index.protocol import VectorIndex
 from service.pipeline.answer import AnswerPipeline
@@ -46,6 +48,7 @@ class Runtime:
         pool: asyncpg.Pool,
         index: VectorIndex,
         embedder: Embedder,
+        router: GeneratorRouter | None = None,
     ) -> None:
         self.settings = settings
         self.pool = pool
@@ -57,9 +60,11 @@ class Runtime:
             max_wait_ms=settings.embedder.max_wait_ms,
         )
         self.retriever = Retriever(self.batcher, index, settings)
-        self.pipeline = AnswerPipeline(
-            self.retriever, ExtractiveGenerator(settings.generator.max_sentences), settings
+        self.router = router or GeneratorRouter(
+            {"extractive": ExtractiveGenerator(settings.generator.max_sentences)},
+            default=["extractive"],
         )
+        self.pipeline = AnswerPipeline(self.retriever, self.router, settings)
 
     @classmethod
     async def open(cls, settings: Settings, *, embedder: Embedder | None = None) -> Runtime:
@@ -77,11 +82,18 @@ class Runtime:
         except BaseException:
             await pool.close()
             raise
-        rt = cls(settings, pool, index, embedder)
+        try:
+            router = await open_router(settings)
+        except BaseException:
+            await index.close()
+            await pool.close()
+            raise
+        rt = cls(settings, pool, index, embedder, router)
         rt.batcher.start()
         return rt
 
     async def close(self) -> None:
+        await self.router.aclose()
         await self.batcher.close()
         await self.index.close()
         await self.pool.close()
