@@ -51,7 +51,9 @@ def tiny() -> tuple[Any, Any]:
 
 async def drain_until_idle(gen: LocalGenerator) -> None:
     async with asyncio.timeout(60):
-        while gen.running:
+        for _ in range(6000):
+            if not gen.running:
+                return
             await asyncio.sleep(0.01)
 
 
