@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 class Upstream:
-    """The `tests.upstream_server` process: start, control, inspect, stop, restart."""
+    """The `evals.bench.stub_upstream` process: start, control, inspect, stop, restart."""
 
     def __init__(self) -> None:
         self.port = free_port()
@@ -35,7 +35,7 @@ class Upstream:
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.upstream_server", str(self.port)],
+            [sys.executable, "-m", "evals.bench.stub_upstream", str(self.port)],
             cwd=ROOT,
             start_new_session=True,
             stdout=subprocess.DEVNULL,

@@ -1,8 +1,9 @@
-"""A light, real OpenAI-compatible server for tests: `python -m tests.upstream_server PORT`.
+"""A light, real OpenAI-compatible server: `python -m evals.bench.stub_upstream PORT`.
 
-It streams scripted chat-completion chunks over real HTTP with configurable delays, so tests can
-make the upstream slow, failing or abruptly closing, and see exactly when a request was aborted
-by its client. Raw ASGI on uvicorn (no framework) so a client disconnect is seen at once.
+It streams scripted chat-completion chunks over real HTTP with configurable delays, so tests and
+the latency benchmark can make the upstream slow, failing or abruptly closing, and see exactly
+when a request was aborted by its client (a vLLM stand-in that starts in a second). Raw ASGI
+on uvicorn (no framework), so a client disconnect is seen at once.
 
 Control: `POST /_control` with any of `first_delay_s`, `token_delay_s`, `tokens` (list of str),
 `status` (HTTP status for completions), `break_after` (close the connection after N tokens);
