@@ -311,7 +311,7 @@ async def abort_latency(env: dict[str, str], key: str, trials: int, logs: Path) 
     }
 
 
-def extractive_alone(runs: int = 300) -> dict[str, Any]:
+async def extractive_alone(runs: int = 300) -> dict[str, Any]:
     """The extractive generator by itself over 5 sample-sized sources (no HTTP, no retrieval)."""
     from service.generate.extractive import ExtractiveGenerator
     from service.generate.protocol import Passage
@@ -326,10 +326,7 @@ def extractive_alone(runs: int = 300) -> dict[str, Any]:
             pass
         return _ms(t0)
 
-    async def all_runs() -> list[float]:
-        return [await once(QUERIES[i % len(QUERIES)]) for i in range(runs)]
-
-    times = asyncio.run(all_runs())
+    times = [await once(QUERIES[i % len(QUERIES)]) for i in range(runs)]
     return {"runs": runs, "ms": {**summary(times), "max": round(max(times), 3)}}
 
 
@@ -358,7 +355,25 @@ def requests_for(generator: str, clients: int, asked: int) -> int:
     return max(clients * per_client, {"extractive": 40, "local": 12, "openai": 12}[generator])
 
 
+def stop_embedded_postgres(state: Path) -> None:
+    """pgserver keeps the embedded PostgreSQL running for later runs; the benchmark stops it."""
+    if os.environ.get("RAGLINE_DATABASE_URL") or not (state / "pg").exists():
+        return
+    from pgserver._commands import pg_ctl  # type: ignore[attr-defined]
+
+    user = "pgserver" if os.geteuid() == 0 else None
+    with contextlib.suppress(subprocess.CalledProcessError, OSError):
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=state / "pg", user=user)
+
+
 async def run(args: argparse.Namespace) -> int:
+    try:
+        return await _run(args)
+    finally:
+        await asyncio.to_thread(stop_embedded_postgres, args.state_dir.resolve())
+
+
+async def _run(args: argparse.Namespace) -> int:
     state = args.state_dir.resolve()
     logs = state / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -385,7 +400,7 @@ async def run(args: argparse.Namespace) -> int:
             "top_k": 5,
             "corpus": "data/sample (FastAPI docs, en + hi), tenant bench",
         },
-        "extractive_generator_alone": extractive_alone(),
+        "extractive_generator_alone": await extractive_alone(),
         "generators": {},
     }
     print(f"[extractive alone] {report['extractive_generator_alone']}", flush=True)
