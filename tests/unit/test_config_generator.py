@@ -38,3 +38,12 @@ def test_generator_pool_and_routes_from_environment() -> None:
 def test_bad_generator_settings_name_the_key(env: dict[str, str], named: str) -> None:
     with pytest.raises(ConfigError, match=named.replace(".", r"\.")):
         load_settings(environ=env)
+
+
+def test_deploy_pool_config_loads() -> None:
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "deploy/vllm/ragline-pool.toml"
+    s = load_settings(path, environ={})
+    assert s.generator.backend == "openai" and len(s.generator.base_urls) == 2
+    assert s.generator.class_routes["chat"] == ["openai", "extractive"]
