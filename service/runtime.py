@@ -22,6 +22,8 @@ from service.embed.batcher import MicroBatcher
 from service.embed.loader import load_embedder
 from service.embed.protocol import Embedder
 from service.generate.extractive import ExtractiveGenerator
+from service.generate.factory import open_router
+from service.generate.router import GeneratorRouter
 from service.index.edge import EdgeIndex
 from service.index.protocol import VectorIndex
 from service.pipeline.answer import AnswerPipeline
@@ -51,6 +53,7 @@ class Runtime:
         pool: asyncpg.Pool,
         index: VectorIndex,
         embedder: Embedder,
+        router: GeneratorRouter | None = None,
     ) -> None:
         self.settings = settings
         self.pool = pool
@@ -62,9 +65,13 @@ class Runtime:
         self.caching = Caching(settings, pool, self.stats)
         self.batcher: MicroBatcher = self.caching.batcher(embedder)
         self.retriever: Retriever = self.caching.retriever(self.batcher, index)
+        self.router = router or GeneratorRouter(
+            {"extractive": ExtractiveGenerator(settings.generator.max_sentences)},
+            default=["extractive"],
+        )
         self.pipeline = AnswerPipeline(
             self.retriever,
-            ExtractiveGenerator(settings.generator.max_sentences),
+            self.router,
             settings,
             grounder=Grounder.from_settings(settings.grounding, embedder),
         )
@@ -91,7 +98,13 @@ class Runtime:
         except BaseException:
             await pool.close()
             raise
-        rt = cls(settings, pool, index, embedder)
+        try:
+            router = await open_router(settings)
+        except BaseException:
+            await index.close()
+            await pool.close()
+            raise
+        rt = cls(settings, pool, index, embedder, router)
         rt.batcher.start()
         await rt.caching.start()
         return rt
@@ -100,6 +113,7 @@ class Runtime:
         self.pipeline.grounder.close()
         await self.answers.close()
         await self.caching.close()
+        await self.router.aclose()
         await self.batcher.close()
         await self.index.close()
         await self.pool.close()

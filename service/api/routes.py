@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import msgspec
@@ -13,12 +12,20 @@ from litestar.response import Stream
 from service.api.auth import authenticate
 from service.api.body import read_json
 from service.api.schemas import AnswerRequest, AnswerResponse, SearchRequest, SearchResponse
-from service.api.sse import SSE_HEADERS, encode_event
+from service.api.sse import encode_event
+from service.api.streaming import (
+    cancel_on_disconnect,
+    collect,
+    event_stream,
+    server_timing,
+    sse_bytes,
+)
 from service.cache.idempotency import request_digest
 from service.errors import InvalidRequest
+from service.generate.caps import output_cap
 from service.index.filters import parse_filters
 from service.pipeline.budget import Budget
-from service.pipeline.events import Done, Error, Event, Sources, Token
+from service.pipeline.events import Done, Event
 from service.runtime import Runtime
 
 AnyRequest = Request[Any, Any, Any]
@@ -33,11 +40,6 @@ def _top_k(rt: Runtime, asked: int | None) -> int:
     if asked is not None and asked > r.max_top_k:
         raise InvalidRequest(f"top_k: at most {r.max_top_k}", code="invalid_body")
     return asked or r.top_k
-
-
-async def _sse(events: AsyncIterator[Event]) -> AsyncIterator[bytes]:
-    async for event in events:
-        yield encode_event(event)
 
 
 async def _sse_at_once(events: AsyncIterator[Event]) -> AsyncIterator[bytes]:
@@ -79,7 +81,7 @@ async def answer(request: AnyRequest, state: State) -> Response[bytes] | Stream:
         body.query,
         filters=filters,
         top_k=_top_k(rt, body.top_k),
-        max_tokens=min(body.max_tokens or rt.settings.generator.max_tokens, 4096),
+        max_tokens=output_cap(rt.settings.generator, principal.tenant_id, body.max_tokens),
         request_id=_rid(request),
         idempotency_key=idem_key,
         body_digest=request_digest(body) if idem_key is not None else "",
@@ -88,26 +90,18 @@ async def answer(request: AnyRequest, state: State) -> Response[bytes] | Stream:
         rt, principal.tenant_id, cls, rt.answers.events(prepared), prepared.cache == "miss"
     )
     if body.stream:
-        frames = _sse_at_once(events) if prepared.cache == "hit" else _sse(events)
-        return Stream(frames, media_type="text/event-stream", headers=SSE_HEADERS)
-    done: Done | None = None
-    sources = prepared.sources
-    async for event in events:
-        if isinstance(event, Error):
-            from service.errors import UpstreamError
-
-            raise UpstreamError(event.message, code=event.code)
-        if isinstance(event, Sources):
-            sources = event.sources
-        elif isinstance(event, Done):
-            done = event
-        elif isinstance(event, Token):
-            continue
-    assert done is not None
+        frames = _sse_at_once(events) if prepared.cache == "hit" else sse_bytes(events)
+        return event_stream(
+            frames,
+            keepalive_s=rt.settings.budget.sse_keepalive_ms / 1000,
+            headers={"Server-Timing": server_timing(prepared.budget.timings_ms)},
+        )
+    got = await cancel_on_disconnect(request, collect(events))
+    done = got.done
     out = AnswerResponse(
         request_id=prepared.request_id,
         cache=prepared.cache,
-        sources=sources,
+        sources=got.sources or prepared.sources,
         answer=done.answer,
         citations=done.citations,
         usage=done.usage,
@@ -115,7 +109,11 @@ async def answer(request: AnyRequest, state: State) -> Response[bytes] | Stream:
         degraded=done.degraded,
         groundedness=done.groundedness,
     )
-    return Response(msgspec.json.encode(out), media_type="application/json")
+    return Response(
+        msgspec.json.encode(out),
+        media_type="application/json",
+        headers={"Server-Timing": server_timing(done.timings_ms)},
+    )
 
 
 @post("/v1/search", status_code=200)

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Sequence
 
 import regex
 
-from service.generate.protocol import Passage
+from service.generate.protocol import GenerationRecord, Passage
 from service.text.sentences import split_sentences
 from service.text.tokenize import bm25_terms
 
@@ -43,18 +43,31 @@ def pick_sentences(question: str, passages: Sequence[Passage], limit: int) -> li
 class ExtractiveGenerator:
     name = "extractive"
     deterministic = True  # same question and passages, same answer: whole answers may be cached
+    instant = True  # no model: needs no first-token deadline, so a chain ending here answers
 
     def __init__(self, max_sentences: int = 3) -> None:
         self.max_sentences = max_sentences
 
     async def stream(
-        self, question: str, passages: Sequence[Passage], *, max_tokens: int
+        self,
+        question: str,
+        passages: Sequence[Passage],
+        *,
+        max_tokens: int,
+        context: str = "",
+        record: GenerationRecord | None = None,
     ) -> AsyncIterator[str]:
         picked = pick_sentences(question, passages, self.max_sentences)
         text = " ".join(f"{s} [{sid}]" for s, sid in picked) if picked else NO_ANSWER
-        for n, piece in enumerate(_PIECE.findall(text)):
+        pieces = _PIECE.findall(text)
+        if record is not None:
+            record.generator = self.name
+            record.finish_reason = "length" if len(pieces) > max_tokens else "stop"
+        for n, piece in enumerate(pieces):
             if n >= max_tokens:
                 break
+            if record is not None:
+                record.completion_tokens = n + 1
             yield piece
             if n % 16 == 15:
                 await asyncio.sleep(0)  # let other requests run between bursts

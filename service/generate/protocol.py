@@ -8,6 +8,8 @@ from typing import Protocol
 
 import msgspec
 
+from service.errors import UpstreamError
+
 _CITE = re.compile(r"\[(S\d+(?:\s*,\s*S\d+)*)\]")
 
 
@@ -19,6 +21,27 @@ class Passage(msgspec.Struct, kw_only=True):
     text: str
 
 
+class GenerationRecord(msgspec.Struct, kw_only=True):
+    """What one generation cost, filled in by the generator as it streams (for usage records)."""
+
+    generator: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reason: str = ""
+
+
+class GeneratorFailed(UpstreamError):
+    """A generator could not produce (connection refused, HTTP error, model error)."""
+
+    code = "generator_failed"
+
+
+class GeneratorBusy(UpstreamError):
+    """A generator's bounded queue is full; the caller should use its fallback."""
+
+    code = "generator_busy"
+
+
 class Generator(Protocol):
     """A generator may also set `deterministic = True` when the same question and passages
     always give the same answer (extractive; a model at temperature 0): only then are whole
@@ -28,9 +51,18 @@ class Generator(Protocol):
     name: str
 
     def stream(
-        self, question: str, passages: Sequence[Passage], *, max_tokens: int
+        self,
+        question: str,
+        passages: Sequence[Passage],
+        *,
+        max_tokens: int,
+        context: str = "",
+        record: GenerationRecord | None = None,
     ) -> AsyncIterator[str]:
-        """Yield answer text pieces; closing the iterator must stop (and abort) generation."""
+        """Yield answer text pieces; closing the iterator must stop (and abort) generation.
+
+        `context` is the condensed earlier conversation (chat); `record` receives token counts.
+        """
         ...
 
 

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -15,14 +16,19 @@ from service import telemetry
 from service.config import Settings
 from service.errors import RaglineError
 from service.generate.extractive import ExtractiveGenerator
-from service.generate.protocol import Generator, Passage, citations_in
+from service.generate.prompt import PROMPT_VERSION
+from service.generate.protocol import GenerationRecord, Generator, Passage, citations_in
+from service.generate.router import GeneratorRouter
 from service.identity import Principal
 from service.index.filters import FilterSpec
 from service.index.protocol import Hit
 from service.pipeline.budget import Budget
 from service.pipeline.events import Done, Error, Event, Meta, Source, Sources, Token, Usage
+from service.pipeline.generation import generate
 from service.pipeline.ground import Grounder
 from service.pipeline.retrieve import Retriever
+
+log = logging.getLogger("ragline.pipeline")
 
 SNIPPET_CHARS = 240
 
@@ -57,20 +63,28 @@ class Prepared(msgspec.Struct, kw_only=True):
     max_tokens: int
     cache: str
     budget: Any  # Budget
+    tenant_id: str = ""
+    request_class: str = "answer"
+    context: str = ""
 
 
 class AnswerPipeline:
     def __init__(
         self,
         retriever: Retriever,
-        generator: Generator,
+        generator: Generator | GeneratorRouter,
         settings: Settings,
         fallback: Generator | None = None,
         grounder: Grounder | None = None,
     ) -> None:
         self.retriever = retriever
-        self.generator = generator
-        self.fallback = fallback or ExtractiveGenerator(settings.generator.max_sentences)
+        if not isinstance(generator, GeneratorRouter):
+            fallback = fallback or ExtractiveGenerator(settings.generator.max_sentences)
+            generator = GeneratorRouter(
+                {generator.name: generator, fallback.name: fallback},
+                default=[generator.name, fallback.name],
+            )
+        self.router = generator
         self.settings = settings
         self.grounder = grounder or Grounder.from_settings(settings.grounding, None)
 
@@ -83,10 +97,17 @@ class AnswerPipeline:
         top_k: int,
         max_tokens: int,
         request_id: str,
+        request_class: str = "answer",
+        context: str = "",
     ) -> Prepared:
+        """Retrieve under the budget; `context` (condensed earlier turns) widens the search."""
         budget = Budget(self.settings.budget.ttft_ms)
         hits = await self.retriever.retrieve(
-            principal, query, filters=filters, top_k=top_k, budget=budget
+            principal,
+            f"{context}\n{query}" if context else query,
+            filters=filters,
+            top_k=top_k,
+            budget=budget,
         )
         return Prepared(
             request_id=request_id,
@@ -96,6 +117,9 @@ class AnswerPipeline:
             max_tokens=max_tokens,
             cache="miss",
             budget=budget,
+            tenant_id=principal.tenant_id,
+            request_class=request_class,
+            context=context,
         )
 
     async def events(self, p: Prepared) -> AsyncIterator[Event]:
@@ -108,8 +132,18 @@ class AnswerPipeline:
             for s, h in zip(p.sources, p.hits, strict=True)
         ]
         pieces: list[str] = []
+        record = GenerationRecord()
         try:
-            async for piece in self._generate(p.query, passages, p.max_tokens, budget):
+            async for piece in generate(
+                self.router.chain(p.tenant_id, p.request_class),
+                p.query,
+                passages,
+                max_tokens=p.max_tokens,
+                budget=budget,
+                first_token_ms=self.settings.budget.generate_first_token_ms,
+                record=record,
+                context=p.context,
+            ):
                 if not pieces:
                     telemetry.first_token()
                 pieces.append(piece)
@@ -118,12 +152,22 @@ class AnswerPipeline:
             telemetry.note_error(exc.code)
             yield Error(code=exc.code, message=exc.message)
             return
+        except Exception as exc:  # the stream has started: report, then close cleanly
+            log.error("answer failed request_id=%s: %s", p.request_id, type(exc).__name__)
+            yield Error(code="internal", message="the answer failed; it was logged")
+            return
         answer = "".join(pieces).strip()
         async with budget.timed("grounding"):  # after the last token: never before the first
             grounded = await self.grounder.score(
                 answer, {s.id: h.text for s, h in zip(p.sources, p.hits, strict=True)}
             )
-        usage = Usage(prompt_tokens=0, completion_tokens=len(pieces))
+        usage = Usage(
+            prompt_tokens=record.prompt_tokens,
+            completion_tokens=record.completion_tokens or len(pieces),
+            generator=record.generator,
+            prompt_version=PROMPT_VERSION,
+        )
+        telemetry.annotate(model=record.generator)
         telemetry.note_tokens(usage.prompt_tokens, usage.completion_tokens)
         yield Done(
             answer=answer,
@@ -134,30 +178,6 @@ class AnswerPipeline:
             groundedness=grounded,
         )
 
-    async def _generate(
-        self, query: str, passages: list[Passage], max_tokens: int, budget: Budget
-    ) -> AsyncIterator[str]:
-        """The primary generator under the first-token deadline; the fallback when it is late."""
-        gen = self.generator.stream(query, passages, max_tokens=max_tokens)
-        telemetry.annotate(model=self.generator.name, sources=len(passages))
-        first: str | None = None
-        try:
-            async with budget.stage(
-                "generate_first_token", self.settings.budget.generate_first_token_ms
-            ):
-                first = await anext(gen, None)
-        except TimeoutError:
-            await gen.aclose()  # type: ignore[attr-defined]
-            budget.degrade(f"generator_timeout_{self.generator.name}")
-            telemetry.generator_error(self.generator.name, "timeout")
-            telemetry.annotate(model=self.fallback.name)
-            gen = self.fallback.stream(query, passages, max_tokens=max_tokens)
-            first = await anext(gen, None)
-        async with budget.timed("generate_total"):
-            try:
-                if first is not None:
-                    yield first
-                async for piece in gen:
-                    yield piece
-            finally:
-                await gen.aclose()  # type: ignore[attr-defined]
+    def version(self, tenant_id: str = "", request_class: str = "answer") -> str:
+        """What shapes an answer besides the data (prompt and generator chain): for cache keys."""
+        return f"{PROMPT_VERSION}/{self.router.version(tenant_id, request_class)}"

@@ -17,6 +17,10 @@ class Source(msgspec.Struct, kw_only=True):
 class Usage(msgspec.Struct, kw_only=True):
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    generator: str = ""
+    """The generator that produced the answer (after any fallback)."""
+    prompt_version: str = ""
+    """`service.generate.prompt.PROMPT_VERSION` of the prompt used."""
 
 
 class Meta(msgspec.Struct, kw_only=True, tag="meta"):

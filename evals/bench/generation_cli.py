@@ -1,0 +1,35 @@
+"""`ragline bench latency`, plugged into the `ragline` command (entry point `bench-latency`).
+
+Several packages register benchmarks; whoever comes first creates the `bench` group and the
+others add their sub-commands to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from evals.bench import answer_latency
+
+
+def bench_subparsers(sub: Any) -> Any:
+    """The sub-command action of `ragline bench`, made on first use and reused afterwards."""
+    bench = sub.choices.get("bench")
+    if bench is None:
+        bench = sub.add_parser("bench", help="benchmarks (retrieval quality and latency, …)")
+    for action in bench._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action
+    return bench.add_subparsers(dest="bench", required=True)
+
+
+def register(sub: Any) -> None:
+    benches = bench_subparsers(sub)
+    if "latency" in benches.choices:
+        return
+    p = benches.add_parser(
+        "latency",
+        help="end-to-end TTFT of /v1/answer per generator at 1/4/16 clients (exit 3: gate)",
+    )
+    answer_latency.add_arguments(p)
+    p.set_defaults(func=answer_latency.command)

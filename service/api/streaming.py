@@ -1,0 +1,176 @@
+"""Streaming plumbing: SSE with keep-alives, a stream that always closes its source, cancel on
+client disconnect for non-streaming answers, and the `Server-Timing` header.
+
+Litestar cancels a streaming response when the client disconnects, but leaves the iterator
+suspended (an `async for` never closes what it iterates); `EventStream` closes it, so the
+pipeline's `finally` blocks (closing the upstream generation) run at once, not at GC time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Mapping
+from typing import Any, TypeVar
+
+import anyio
+from litestar import Request
+from litestar.response import Stream
+from litestar.response.base import ASGIResponse
+from litestar.response.streaming import ASGIStreamingResponse
+from litestar.types import Receive, Send
+
+from service.api.sse import KEEPALIVE, SSE_HEADERS, encode_event
+from service.errors import DeadlineExceeded, RaglineError, UpstreamError
+from service.pipeline.events import Done, Error, Event, Source, Sources, Token
+
+T = TypeVar("T")
+_END = object()
+
+
+class ClientGone(RaglineError):
+    """The client disconnected before the answer was ready; nobody reads this response."""
+
+    status = 499
+    code = "client_closed_request"
+    title = "Client closed the request"
+
+
+def server_timing(timings_ms: Mapping[str, float]) -> str:
+    """`Server-Timing` value: `embed;dur=3.1, search;dur=2.0` (names are stage names)."""
+    return ", ".join(f"{name};dur={ms:.1f}" for name, ms in timings_ms.items())
+
+
+async def with_keepalive(source: AsyncIterator[bytes], interval_s: float) -> AsyncIterator[bytes]:
+    """Yield `source`'s chunks, and an SSE comment after each `interval_s` of silence.
+
+    `source` runs in its own task (so waiting never cancels it); closing this iterator cancels
+    that task, and with it everything the pipeline awaits (the upstream request included).
+    """
+    queue: asyncio.Queue[object] = asyncio.Queue(maxsize=32)
+
+    async def produce() -> None:
+        try:
+            async for chunk in source:
+                await queue.put(chunk)
+        except Exception as exc:  # handed to the consumer, which raises it
+            await queue.put(exc)
+        finally:
+            aclose = getattr(source, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        await queue.put(_END)
+
+    task = asyncio.create_task(produce())
+    try:
+        while True:
+            try:
+                item = await asyncio.wait_for(queue.get(), interval_s)
+            except TimeoutError:
+                yield KEEPALIVE
+                continue
+            if item is _END:
+                break
+            if isinstance(item, Exception):
+                raise item
+            assert isinstance(item, bytes)
+            yield item
+    finally:
+        task.cancel()
+        # Litestar cancels through an anyio scope, which re-cancels every await inside it; a
+        # second cancel would interrupt the producer's clean-up (closing the upstream request),
+        # so wait for it shielded; the producer itself is cancelled exactly once.
+        with anyio.CancelScope(shield=True):
+            await asyncio.wait({task})
+        if not task.cancelled():
+            task.exception()  # retrieved: a failure was already handed to the consumer
+
+
+async def sse_bytes(events: AsyncIterator[Event]) -> AsyncIterator[bytes]:
+    async for event in events:
+        yield encode_event(event)
+
+
+class _ClosingStreamingResponse(ASGIStreamingResponse):
+    __slots__ = ()
+
+    async def send_body(self, send: Send, receive: Receive) -> None:
+        try:
+            await super().send_body(send, receive)
+        finally:
+            aclose = getattr(self.iterator, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+
+class ClosingStream(Stream):
+    """A `Stream` whose iterator is closed as soon as the response ends, however it ends."""
+
+    def to_asgi_response(self, *args: Any, **kwargs: Any) -> ASGIResponse:
+        response = super().to_asgi_response(*args, **kwargs)
+        response.__class__ = _ClosingStreamingResponse  # same slots: only `send_body` differs
+        return response
+
+
+def event_stream(
+    chunks: AsyncIterator[bytes], *, keepalive_s: float, headers: Mapping[str, str] | None = None
+) -> ClosingStream:
+    """An SSE response over `chunks` with keep-alives and no proxy buffering."""
+    return ClosingStream(
+        with_keepalive(chunks, keepalive_s),
+        media_type="text/event-stream",
+        headers={**SSE_HEADERS, **(headers or {})},
+    )
+
+
+async def cancel_on_disconnect(request: Request[Any, Any, Any], work: Awaitable[T]) -> T:
+    """Await `work`, cancelling it the moment the client disconnects (then `ClientGone`)."""
+    task = asyncio.ensure_future(work)
+
+    async def watch() -> None:
+        while True:
+            message = await request.receive()
+            if message["type"] == "http.disconnect":
+                task.cancel()
+                return
+
+    watcher = asyncio.create_task(watch())
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if watcher.done() and not watcher.cancelled():
+            raise ClientGone("the client disconnected") from None
+        raise
+    finally:
+        watcher.cancel()
+        await asyncio.gather(watcher, return_exceptions=True)
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+
+class Collected:
+    """A whole answer gathered from its events (non-streaming responses)."""
+
+    def __init__(self, sources: list[Source], done: Done) -> None:
+        self.sources = sources
+        self.done = done
+
+
+async def collect(events: AsyncIterator[Event]) -> Collected:
+    """Gather the events of one answer; an `error` event becomes the matching HTTP problem."""
+    sources: list[Source] = []
+    done: Done | None = None
+    async for event in events:
+        if isinstance(event, Error):
+            if event.code == DeadlineExceeded.code:
+                raise DeadlineExceeded(event.message)
+            raise UpstreamError(event.message, code=event.code)
+        if isinstance(event, Sources):
+            sources = event.sources
+        elif isinstance(event, Done):
+            done = event
+        elif isinstance(event, Token):
+            continue
+    if done is None:
+        raise UpstreamError("the answer ended without a result", code="generator_failed")
+    return Collected(sources, done)

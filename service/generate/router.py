@@ -1,0 +1,101 @@
+"""Which generators answer a request, in which order, and which of them are healthy.
+
+A chain is a primary and its fallbacks, chosen per tenant (`generator.tenant_routes`), else per
+request class (`generator.class_routes`: `answer`, `chat`), else the default
+(`generator.backend` + `generator.fallbacks`). Each generator has a circuit breaker; metrics read
+`breaker_states()` or register a callback with `on_breaker_change`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from service.config import Settings
+from service.generate.breaker import CircuitBreaker, StateCallback
+from service.generate.protocol import Generator
+
+
+class GeneratorRouter:
+    def __init__(
+        self,
+        generators: Mapping[str, Generator],
+        *,
+        default: Sequence[str],
+        tenant_routes: Mapping[str, Sequence[str]] | None = None,
+        class_routes: Mapping[str, Sequence[str]] | None = None,
+        breaker_failures: int = 3,
+        breaker_reset_s: float = 5.0,
+    ) -> None:
+        self.generators = dict(generators)
+        self.default = _dedupe(default)
+        self.tenant_routes = {t: _dedupe(c) for t, c in (tenant_routes or {}).items()}
+        self.class_routes = {k: _dedupe(c) for k, c in (class_routes or {}).items()}
+        for chain in [self.default, *self.tenant_routes.values(), *self.class_routes.values()]:
+            missing = [name for name in chain if name not in self.generators]
+            if missing:
+                raise ValueError(f"generator route names unknown generators: {missing}")
+        self.breakers = {
+            name: CircuitBreaker(name, failures=breaker_failures, reset_s=breaker_reset_s)
+            for name in self.generators
+        }
+
+    @classmethod
+    def from_settings(
+        cls, settings: Settings, generators: Mapping[str, Generator]
+    ) -> GeneratorRouter:
+        g = settings.generator
+        return cls(
+            generators,
+            default=[g.backend, *g.fallbacks],
+            tenant_routes=g.tenant_routes,
+            class_routes=g.class_routes,
+            breaker_failures=g.breaker_failures,
+            breaker_reset_s=g.breaker_reset_ms / 1000,
+        )
+
+    def names(self, tenant_id: str = "", request_class: str = "answer") -> list[str]:
+        """The chain's generator names, primary first."""
+        chain = self.tenant_routes.get(tenant_id) or self.class_routes.get(request_class)
+        return list(chain or self.default)
+
+    def chain(
+        self, tenant_id: str = "", request_class: str = "answer"
+    ) -> list[tuple[Generator, CircuitBreaker]]:
+        return [
+            (self.generators[n], self.breakers[n]) for n in self.names(tenant_id, request_class)
+        ]
+
+    def version(self, tenant_id: str = "", request_class: str = "answer") -> str:
+        """The chain as a string, for cache keys (`openai>extractive`)."""
+        return ">".join(self.names(tenant_id, request_class))
+
+    def breaker_states(self) -> dict[str, str]:
+        """`{name: closed|open|half_open}` for every generator, and each upstream server."""
+        states = {name: b.state.value for name, b in self.breakers.items()}
+        for gen in self.generators.values():
+            pool = getattr(gen, "breaker_states", None)
+            if pool is not None:
+                states.update(pool())
+        return states
+
+    def on_breaker_change(self, callback: StateCallback) -> None:
+        """Call `callback(name, state)` on every transition of every breaker."""
+        for b in self.breakers.values():
+            b.on_change.append(callback)
+        for gen in self.generators.values():
+            for ep in getattr(gen, "endpoints", []):
+                ep.breaker.on_change.append(callback)
+
+    async def aclose(self) -> None:
+        for gen in self.generators.values():
+            close = getattr(gen, "aclose", None)
+            if close is not None:
+                await close()
+
+
+def _dedupe(names: Sequence[str]) -> list[str]:
+    out: list[str] = []
+    for n in names:
+        if n not in out:
+            out.append(n)
+    return out
