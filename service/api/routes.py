@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import msgspec
@@ -20,6 +21,7 @@ from service.api.streaming import (
     server_timing,
     sse_bytes,
 )
+from service.cache.answers import Answering
 from service.cache.idempotency import request_digest
 from service.errors import InvalidRequest
 from service.generate.caps import output_cap
@@ -40,6 +42,13 @@ def _top_k(rt: Runtime, asked: int | None) -> int:
     if asked is not None and asked > r.max_top_k:
         raise InvalidRequest(f"top_k: at most {r.max_top_k}", code="invalid_body")
     return asked or r.top_k
+
+
+def _timings_so_far(prepared: Answering) -> dict[str, float]:
+    """Stage times known before the stream starts (retrieval, or the cache lookup)."""
+    if prepared.direct is not None:
+        return dict(prepared.direct.budget.timings_ms)
+    return {"cache": round(prepared.lookup_ms, 3), **prepared.extra}
 
 
 async def _sse_at_once(events: AsyncIterator[Event]) -> AsyncIterator[bytes]:
@@ -94,7 +103,7 @@ async def answer(request: AnyRequest, state: State) -> Response[bytes] | Stream:
         return event_stream(
             frames,
             keepalive_s=rt.settings.budget.sse_keepalive_ms / 1000,
-            headers={"Server-Timing": server_timing(prepared.budget.timings_ms)},
+            headers={"Server-Timing": server_timing(_timings_so_far(prepared))},
         )
     got = await cancel_on_disconnect(request, collect(events))
     done = got.done

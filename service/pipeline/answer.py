@@ -178,6 +178,11 @@ class AnswerPipeline:
             groundedness=grounded,
         )
 
+    @property
+    def generator(self) -> Generator:
+        """The default chain's primary: what answer caching checks for determinism."""
+        return self.router.chain()[0][0]
+
     def version(self, tenant_id: str = "", request_class: str = "answer") -> str:
         """What shapes an answer besides the data (prompt and generator chain): for cache keys."""
         return f"{PROMPT_VERSION}/{self.router.version(tenant_id, request_class)}"
