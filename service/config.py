@@ -58,6 +58,15 @@ class IndexSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Collection (server) or shard directory name (edge)."""
     search_threads: int = 1
     """Threads Qdrant Edge may use for one search."""
+    qdrant_api_key: str = ""
+    """API key of the Qdrant server (backend `qdrant`); never logged."""
+    shards: int = 1
+    """Shards of the collection when Ragline creates it on a Qdrant server or cluster."""
+    replicas: int = 1
+    """Copies of each shard when Ragline creates the collection on a Qdrant cluster."""
+    quantization: Literal["none", "scalar_int8"] = "none"
+    """Dense-vector quantization when the collection is created (`scalar_int8`: 4x less RAM,
+    candidates rescored with the full vectors)."""
 
 
 class EmbedderSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -79,11 +88,40 @@ class RetrievalSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     max_top_k: int = 20
     """Largest `top_k` a client may ask for."""
     prefetch: int = 50
-    """Candidates each retriever contributes before fusion."""
+    """Candidates each retriever contributes before fusion (hard cap: 500)."""
+    shortlist: int = 30
+    """Fused candidates handed to the reranker (hard cap: 200); at least top_k."""
+    fusion: Literal["convex", "zscore", "rrf"] = "convex"
+    """How dense and BM25 scores are fused (tuned on the dev split: see the README)."""
+    dense_weight: float = 0.5
+    """Weight of the dense score in the fusion for Latin-script queries (BM25 gets the rest)."""
+    non_latin_dense_weight: float = 0.1
+    """Dense weight for queries in other scripts: the packaged embedder knows English only."""
     metadata_fields: dict[str, Literal["keyword", "integer", "float", "bool", "datetime"]] = (
         msgspec.field(default_factory=dict)
     )
     """Declared metadata fields clients may filter on, with their types."""
+
+
+class RerankSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    backend: Literal["none", "features", "maxsim", "cross_encoder"] = "features"
+    """Second phase over the shortlist: `features` (no weights needed), `maxsim` (late
+    interaction over the embedder's token vectors), `cross_encoder` (a local model), `none`."""
+    model_dir: str = ""
+    """Local sentence-transformers CrossEncoder directory (backend `cross_encoder`)."""
+    max_candidates: int = 30
+    """Most hits one rerank call scores (hard cap: 100)."""
+    threads: int = 1
+    """Threads of the reranker's model (maxsim, cross_encoder)."""
+
+
+class TrimSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    context_tokens: int = 1500
+    """Token budget of the passages handed to the generator (estimated, ~4/3 per word)."""
+    duplicate_threshold: float = 0.8
+    """Word-trigram Jaccard similarity from which a passage is a near-duplicate and dropped."""
+    merge_neighbours: bool = True
+    """Merge adjacent chunks of the same document into one passage."""
 
 
 class GeneratorSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -102,6 +140,8 @@ class BudgetSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Deadline of the query-embedding stage (capped by what is left of the budget)."""
     search_ms: float = 200.0
     """Deadline of the vector search stage."""
+    rerank_ms: float = 100.0
+    """Deadline of the rerank stage; when missed, the fused order is kept."""
     generate_first_token_ms: float = 600.0
     """Deadline for the generator's first token."""
 
@@ -114,6 +154,8 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     index: IndexSettings = msgspec.field(default_factory=IndexSettings)
     embedder: EmbedderSettings = msgspec.field(default_factory=EmbedderSettings)
     retrieval: RetrievalSettings = msgspec.field(default_factory=RetrievalSettings)
+    rerank: RerankSettings = msgspec.field(default_factory=RerankSettings)
+    trim: TrimSettings = msgspec.field(default_factory=TrimSettings)
     generator: GeneratorSettings = msgspec.field(default_factory=GeneratorSettings)
     budget: BudgetSettings = msgspec.field(default_factory=BudgetSettings)
 
@@ -230,6 +272,25 @@ def _check(s: Settings) -> None:
         raise ConfigError("setting retrieval.top_k: must be <= retrieval.max_top_k")
     if s.database.pool_min > s.database.pool_max:
         raise ConfigError("setting database.pool_min: must be <= database.pool_max")
+    caps = {
+        "retrieval.prefetch": (s.retrieval.prefetch, 500),
+        "trim.context_tokens": (s.trim.context_tokens, 1_000_000),
+        "retrieval.shortlist": (s.retrieval.shortlist, 200),
+        "rerank.max_candidates": (s.rerank.max_candidates, 100),
+        "index.shards": (s.index.shards, 1024),
+        "index.replicas": (s.index.replicas, 16),
+    }
+    for key, (value, cap) in caps.items():
+        if not 0 < value <= cap:
+            raise ConfigError(f"setting {key}: must be in 1..{cap}, got {value}")
+    for key, weight in {
+        "retrieval.dense_weight": s.retrieval.dense_weight,
+        "retrieval.non_latin_dense_weight": s.retrieval.non_latin_dense_weight,
+    }.items():
+        if not 0.0 <= weight <= 1.0:
+            raise ConfigError(f"setting {key}: must be in 0..1, got {weight}")
+    if s.rerank.backend == "cross_encoder" and not s.rerank.model_dir:
+        raise ConfigError("setting rerank.model_dir: required by rerank.backend = cross_encoder")
     for field in s.retrieval.metadata_fields:
         if field in {"tenant_id", "acl", "doc_id", "text"}:
             raise ConfigError(f"setting retrieval.metadata_fields: {field!r} is reserved")

@@ -12,7 +12,7 @@ from typing import Any
 
 import asyncpg
 
-from service.config import Settings
+from service.config import ConfigError, Settings
 from service.db.pool import open_pool
 from service.embed.batcher import MicroBatcher
 from service.embed.loader import load_embedder
@@ -20,8 +20,11 @@ from service.embed.protocol import Embedder
 from service.generate.extractive import ExtractiveGenerator
 from service.index.edge import EdgeIndex
 from service.index.protocol import VectorIndex
+from service.index.schema import CollectionSpec, QuantizationSpec, collection_spec
 from service.pipeline.answer import AnswerPipeline
 from service.pipeline.retrieve import Retriever
+from service.rerank.loader import load_reranker
+from service.rerank.stage import RerankStage
 
 
 def limit_native_threads(threads: int) -> None:
@@ -32,11 +35,40 @@ def limit_native_threads(threads: int) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
+def index_spec(settings: Settings, dim: int) -> CollectionSpec:
+    """The collection layout both backends create (service.index.schema)."""
+    i = settings.index
+    return collection_spec(
+        dim,
+        settings.retrieval.metadata_fields,
+        quantization=QuantizationSpec(kind=i.quantization),
+        shards=i.shards,
+        replicas=i.replicas,
+    )
+
+
 def open_index(settings: Settings, dim: int) -> VectorIndex:
+    spec = index_spec(settings, dim)
     if settings.index.backend == "edge":
         path = settings.state_dir / "index" / settings.index.collection
-        return EdgeIndex.open(path, dim=dim, threads=settings.index.search_threads)
-    raise NotImplementedError("index.backend 'qdrant' is not available yet")
+        return EdgeIndex.open(path, dim=dim, threads=settings.index.search_threads, spec=spec)
+    from service.index.qdrant import QdrantIndex
+
+    if not settings.index.qdrant_url:
+        raise ConfigError("setting index.qdrant_url: required by index.backend = qdrant")
+    return QdrantIndex.connect(
+        settings.index.qdrant_url,
+        settings.index.collection,
+        spec,
+        api_key=settings.index.qdrant_api_key,
+    )
+
+
+def open_reranker(settings: Settings) -> RerankStage | None:
+    reranker = load_reranker(settings)
+    if reranker is None:
+        return None
+    return RerankStage(reranker, max_candidates=settings.rerank.max_candidates)
 
 
 class Runtime:
@@ -46,6 +78,7 @@ class Runtime:
         pool: asyncpg.Pool,
         index: VectorIndex,
         embedder: Embedder,
+        reranker: RerankStage | None = None,
     ) -> None:
         self.settings = settings
         self.pool = pool
@@ -56,7 +89,8 @@ class Runtime:
             max_batch=settings.embedder.max_batch,
             max_wait_ms=settings.embedder.max_wait_ms,
         )
-        self.retriever = Retriever(self.batcher, index, settings)
+        self.reranker = reranker
+        self.retriever = Retriever(self.batcher, index, settings, reranker)
         self.pipeline = AnswerPipeline(
             self.retriever, ExtractiveGenerator(settings.generator.max_sentences), settings
         )
@@ -73,15 +107,18 @@ class Runtime:
             if emb_task is not None:
                 embedder = await emb_task
             assert embedder is not None
+            reranker = await asyncio.to_thread(open_reranker, settings)
             index = await asyncio.to_thread(open_index, settings, embedder.dim)
         except BaseException:
             await pool.close()
             raise
-        rt = cls(settings, pool, index, embedder)
+        rt = cls(settings, pool, index, embedder, reranker)
         rt.batcher.start()
         return rt
 
     async def close(self) -> None:
         await self.batcher.close()
+        if self.reranker is not None:
+            self.reranker.close()
         await self.index.close()
         await self.pool.close()

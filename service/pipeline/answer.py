@@ -21,6 +21,7 @@ from service.index.protocol import Hit
 from service.pipeline.budget import Budget
 from service.pipeline.events import Done, Error, Event, Meta, Source, Sources, Token, Usage
 from service.pipeline.retrieve import Retriever
+from service.pipeline.trim import trim
 
 SNIPPET_CHARS = 240
 
@@ -83,6 +84,13 @@ class AnswerPipeline:
         budget = Budget(self.settings.budget.ttft_ms)
         hits = await self.retriever.retrieve(
             principal, query, filters=filters, top_k=top_k, budget=budget
+        )
+        t = self.settings.trim  # before numbering: S1…Sn are the passages the generator sees
+        hits = trim(
+            hits,
+            budget_tokens=t.context_tokens,
+            duplicate_threshold=t.duplicate_threshold,
+            merge=t.merge_neighbours,
         )
         return Prepared(
             request_id=request_id,

@@ -1,0 +1,1 @@
+"""Benchmarks: retrieval quality and latency (`ragline bench retrieval`)."""
