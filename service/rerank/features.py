@@ -1,10 +1,12 @@
 """A feature-based second phase: no model weights, a few signals the first phase cannot see.
 
 The fused first phase knows one cosine and one BM25 score per chunk. Over the shortlist this
-ranker adds what lexical and dense scores miss: how much of the query the chunk and its title
-cover, how close together the matched terms stand, and how many shortlisted chunks come from the
-same document. Each feature is scaled to [0, 1] over the shortlist, then combined linearly with
-weights tuned on the dev split of our suites (`python -m evals.bench.tune_rerank`).
+ranker adds what those scores miss: how much of the query the chunk and its title cover, how
+close together the matched terms stand, and how many shortlisted chunks come from the same
+document. Each feature is scaled to [0, 1] over the shortlist, then combined linearly with
+weights tuned on the dev split of our suites (`python -m evals.bench.tune`). The fused score
+is a feature itself, so the query-adaptive fusion (BM25-leaning for non-Latin scripts) carries
+through; the raw dense feature is ignored for such queries, whose dense vectors mean little.
 """
 
 from __future__ import annotations
@@ -16,14 +18,15 @@ import msgspec
 
 from service.index.fusion import DENSE_KEY, SPARSE_KEY
 from service.index.protocol import Hit
-from service.text.tokenize import bm25_terms
+from service.text.tokenize import bm25_terms, script_of
 
-FEATURES = ("dense", "bm25", "coverage", "title", "proximity", "siblings")
+FEATURES = ("fused", "dense", "bm25", "coverage", "title", "proximity", "siblings")
 
 
 class FeatureWeights(msgspec.Struct, frozen=True, kw_only=True):
-    dense: float = 0.5
-    bm25: float = 0.5
+    fused: float = 1.0
+    dense: float = 0.0
+    bm25: float = 0.0
     coverage: float = 0.0
     title: float = 0.0
     proximity: float = 0.0
@@ -76,6 +79,7 @@ def features(query: str, hits: Sequence[Hit]) -> list[list[float]]:
         matched = set(positions) | (qterms & title_terms)
         rows.append(
             [
+                h.score,
                 h.scores.get(DENSE_KEY, 0.0),
                 h.scores.get(SPARSE_KEY, 0.0),
                 len(matched) / len(qterms) if qterms else 0.0,
@@ -102,6 +106,8 @@ class FeatureReranker:
 
     def score(self, query: str, hits: Sequence[Hit]) -> list[float]:
         w = self.weights.as_list()
+        if script_of(query) != "latin":
+            w[FEATURES.index("dense")] = 0.0
         return [
             sum(a * b for a, b in zip(w, row, strict=True)) for row in scaled_features(query, hits)
         ]
