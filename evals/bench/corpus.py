@@ -22,11 +22,16 @@ from indexing.chunking import chunk_document
 from service.embed.protocol import Embedder, Vectors
 from service.identity import identities
 from service.index.protocol import Chunk, VectorIndex
+from service.index.schema import IndexType
 from service.text.bm25 import doc_vector
 
 BENCH_TENANT = "bench"
 GROUPS = ("g0", "g1", "g2", "g3")
-METADATA_FIELDS: dict[str, str] = {"year": "integer", "team": "keyword", "published": "datetime"}
+METADATA_FIELDS: dict[str, IndexType] = {
+    "year": "integer",
+    "team": "keyword",
+    "published": "datetime",
+}
 TEAMS = ("alpha", "beta", "gamma", "delta", "epsilon")
 
 

@@ -186,7 +186,7 @@ def filtered_vs_unfiltered(
 ) -> dict[str, Any]:
     """Engine search time (one batch call + fusion) for the same queries, interleaved."""
     r = settings.retrieval
-    spec = parse_filters(FILTER, METADATA_FIELDS)  # type: ignore[arg-type]
+    spec = parse_filters(FILTER, METADATA_FIELDS)
     vectors = embedder.embed(list(queries))
     one_group = reader(GROUPS[:1])
     times: dict[str, list[float]] = {"unfiltered": [], "tenant_acl": [], "tenant_acl_metadata": []}

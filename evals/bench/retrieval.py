@@ -44,9 +44,16 @@ FILTER_TARGET = 1.5
 DEFAULT_OUT = Path("bench/results/retrieval.json")
 
 
-def bench_settings(base: Settings, state_dir: Path) -> Settings:
+def bench_settings(base: Settings, state_dir: str | None) -> Settings:
+    """The serving settings, with the bench's metadata fields (and state directory, if given).
+
+    Bench indexes live next to the service's, as collections `bench_<suite>` in
+    `<state_dir>/index`, so the exported model is shared; caches go to `<state_dir>/bench-cache`.
+    """
     r = msgspec.structs.replace(base.retrieval, metadata_fields=dict(METADATA_FIELDS))
-    storage = msgspec.structs.replace(base.storage, state_dir=str(state_dir))
+    storage = base.storage
+    if state_dir:
+        storage = msgspec.structs.replace(base.storage, state_dir=state_dir)
     return msgspec.structs.replace(base, retrieval=r, storage=storage)
 
 
@@ -63,7 +70,7 @@ async def open_suite_index(
     collection = f"bench_{ds.name.replace('-', '_')}"
     path = state_dir / "index" / collection
     shutil.rmtree(path, ignore_errors=True)
-    spec = collection_spec(embedder.dim, METADATA_FIELDS)  # type: ignore[arg-type]
+    spec = collection_spec(embedder.dim, METADATA_FIELDS)
     index = EdgeIndex.open(path, dim=embedder.dim, spec=spec)
     built = await build_index(index, ds, embedder, state_dir / "bench-cache")
     return index, collection, built
@@ -114,8 +121,8 @@ def machine() -> dict[str, Any]:
 
 
 async def run(args: argparse.Namespace, base: Settings) -> dict[str, Any]:
-    state_dir = Path(args.state_dir)
-    settings = bench_settings(base, state_dir)
+    settings = bench_settings(base, args.state_dir)
+    state_dir = settings.state_dir
     load_start = os.getloadavg()
     embedder = await asyncio.to_thread(load_embedder, settings)
     reranker: Reranker | None = await asyncio.to_thread(load_reranker, settings)
@@ -171,7 +178,7 @@ async def _latency(
     """In-process latency and filters, after adding other tenants' copies of the corpus."""
     if args.extra_tenants:
         others = [f"other{i}" for i in range(args.extra_tenants)]
-        await build_index(index, ds, embedder, Path(args.state_dir) / "bench-cache", tenants=others)
+        await build_index(index, ds, embedder, settings.state_dir / "bench-cache", tenants=others)
     queries = [q.text for q in ds.queries][: args.latency_queries]
     out: dict[str, Any] = {
         "queries": len(queries),
@@ -203,7 +210,7 @@ def _print_quality(sq: SuiteQuality) -> None:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--suites", nargs="+", default=list(SUITES), choices=SUITES)
     p.add_argument("--data-dir", type=Path, default=None, help="shared data (RAGLINE_SHARED_DATA)")
-    p.add_argument("--state-dir", default=".ragline/bench", help="bench indexes and caches")
+    p.add_argument("--state-dir", help="state directory (default: storage.state_dir)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
     p.add_argument("--clients", type=int, nargs="+", default=[1, 8])
     p.add_argument("--latency-queries", type=int, default=300)

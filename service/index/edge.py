@@ -38,7 +38,7 @@ class IndexLocked(UpstreamError):
     code = "index_locked"
 
 
-def edge_config(spec: CollectionSpec) -> Any:
+def edge_config(spec: CollectionSpec, search_threads: int | None = None) -> Any:
     h = spec.hnsw
     quant: Any = None
     if spec.quantization.kind == "scalar_int8":
@@ -56,6 +56,7 @@ def edge_config(spec: CollectionSpec) -> Any:
         ),
         quantization_config=quant,
         payload_memory=qe.Memory.Cached,
+        max_search_threads=search_threads,
     )
 
 
@@ -181,11 +182,12 @@ class EdgeIndex:
         spec = spec or collection_spec(dim)
         path.mkdir(parents=True, exist_ok=True)
         try:
-            if any(path.iterdir()):
-                shard = qe.EdgeShard.load(str(path))
-            else:
-                shard = qe.EdgeShard.create(str(path), edge_config(spec))
             _check_stored_schema(path, spec)
+            if any(path.iterdir()):
+                # the same layout it was made with (checked against its segments), our threads
+                shard = qe.EdgeShard.load(str(path), edge_config(spec, threads))
+            else:
+                shard = qe.EdgeShard.create(str(path), edge_config(spec, threads))
             present = {k: str(v.data_type) for k, v in shard.info().payload_schema.items()}
             for p in missing_indexes(spec, present):
                 shard.update(qe.UpdateOperation.create_field_index(p.field, _index_params(p)))
