@@ -230,3 +230,26 @@ async def test_qdrant_refuses_other_dims() -> None:
     with pytest.raises(UpstreamError, match="re-index"):
         await other.search(query("x"))
     await idx.close()
+
+
+async def test_runtime_wires_the_qdrant_backend() -> None:
+    from service.config import ConfigError, load_settings
+    from service.runtime import open_index
+
+    settings = load_settings(
+        environ={
+            "RAGLINE_INDEX_BACKEND": "qdrant",
+            "RAGLINE_INDEX_QDRANT_URL": ":memory:",
+            "RAGLINE_INDEX_SHARDS": "2",
+            "RAGLINE_RETRIEVAL_METADATA_FIELDS": '{"year": "integer"}',
+        }
+    )
+    idx = open_index(settings, DIM)  # built outside the loop's work; the collection on first use
+    assert isinstance(idx, QdrantIndex) and idx.spec.shards == 2
+    assert "year" in {p.field for p in idx.spec.payload_indexes}
+    await idx.upsert([chunk("acme", *DOCS[1])])
+    hits = await idx.search(query("Bangalore office", groups=(), limit=1))
+    assert docs(hits) == ["office"]
+    await idx.close()
+    with pytest.raises(ConfigError, match="index.qdrant_url"):
+        open_index(load_settings(environ={"RAGLINE_INDEX_BACKEND": "qdrant"}), DIM)
