@@ -185,19 +185,24 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     settings = bench_settings(load_settings(), args.state_dir)
     embedder = await asyncio.to_thread(load_embedder, settings)
     prefetch = settings.retrieval.prefetch
-    suites = [
-        await collect(load_suite(n, args.data_dir), embedder, settings.state_dir, prefetch)
-        for n in args.suites
-    ]
+    suites = []
+    for name in args.suites:
+        cached = settings.state_dir / "bench-cache" / f"tune-{name}-prefetch{prefetch}.msgpack"
+        if args.reuse_candidates and cached.is_file():
+            suites.append(msgspec.msgpack.decode(cached.read_bytes(), type=Suite))
+            continue
+        suite = await collect(
+            load_suite(name, args.data_dir), embedder, settings.state_dir, prefetch
+        )
+        cached.write_bytes(msgspec.msgpack.encode(suite))
+        suites.append(suite)
     fusion = choose_fusion(suites)
-    chosen = fusion["chosen"]
+    chosen: FusionRow = fusion["chosen"]
     print(
-        f"fusion: {chosen['method']} dense_weight={chosen['dense_weight']} "
-        f"dev={chosen['dev']} test={chosen['test']} (constraint met: {fusion['constraint_met']})"
+        f"fusion: {chosen.method} dense_weight={chosen.dense_weight} "
+        f"dev={chosen.dev} test={chosen.test} (constraint met: {fusion['constraint_met']})"
     )
-    rerank = fit_features(
-        suites, chosen["method"], chosen["dense_weight"], settings.retrieval.shortlist
-    )
+    rerank = fit_features(suites, chosen.method, chosen.dense_weight, settings.retrieval.shortlist)
     print(f"feature weights: {rerank['weights']}")
     print(f"  dev  {rerank['dev_before']} -> {rerank['dev_after']}")
     print(f"  test {rerank['test_before']} -> {rerank['test_after']}")
@@ -216,6 +221,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, default=None)
     parser.add_argument("--state-dir", help="state directory (default: storage.state_dir)")
     parser.add_argument("--out", type=Path, default=Path("bench/results/tuning.json"))
+    parser.add_argument(
+        "--reuse-candidates", action="store_true", help="reuse the last run's candidate lists"
+    )
     args = parser.parse_args(argv)
     report = asyncio.run(run(args))
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -24,13 +24,15 @@ FEATURES = ("fused", "dense", "bm25", "coverage", "title", "proximity", "sibling
 
 
 class FeatureWeights(msgspec.Struct, frozen=True, kw_only=True):
+    """Fitted by `python -m evals.bench.tune` (bench/results/tuning.json)."""
+
     fused: float = 1.0
     dense: float = 0.0
-    bm25: float = 0.0
-    coverage: float = 0.0
-    title: float = 0.0
+    bm25: float = 0.3
+    coverage: float = 0.05
+    title: float = 0.1
     proximity: float = 0.0
-    siblings: float = 0.0
+    siblings: float = 0.1
 
     def as_list(self) -> list[float]:
         return [getattr(self, f) for f in FEATURES]

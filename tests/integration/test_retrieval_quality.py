@@ -102,4 +102,4 @@ async def test_search_results_carry_both_retrievers_scores(
     top = body["results"][0]
     assert top["doc_id"].endswith("query-params.md")
     assert {"dense", "bm25"} <= set(top["scores"])
-    assert "rerank" in body["timings_ms"] and body["degraded"] == []
+    assert body["degraded"] == []
