@@ -78,6 +78,6 @@ async def test_bench_code_runs_end_to_end_on_a_tiny_corpus(tiny: Path, tmp_path:
     filt = filtered_vs_unfiltered(index, emb, settings, queries)
     assert filt["mean_hits"]["unfiltered"] >= filt["mean_hits"]["tenant_acl_metadata"]
     report = msgspec.to_builtins({"in_process": lat, "filtered_vs_unfiltered": filt})
-    g = gates([sq], report)
+    g = gates([msgspec.to_builtins(sq)], report)
     assert {"quality_tiny", "overhead", "filtered"} <= set(g)
     await index.close()

@@ -251,5 +251,5 @@ async def test_runtime_wires_the_qdrant_backend() -> None:
     hits = await idx.search(query("Bangalore office", groups=(), limit=1))
     assert docs(hits) == ["office"]
     await idx.close()
-    with pytest.raises(ConfigError, match="index.qdrant_url"):
+    with pytest.raises(ConfigError, match=r"index\.qdrant_url"):
         open_index(load_settings(environ={"RAGLINE_INDEX_BACKEND": "qdrant"}), DIM)

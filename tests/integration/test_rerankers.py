@@ -81,7 +81,7 @@ async def test_cross_encoder_from_a_local_directory(
 def test_cross_encoder_needs_a_model_directory(tmp_path: Path) -> None:
     from service.rerank.cross_encoder import CrossEncoderReranker
 
-    with pytest.raises(FileNotFoundError, match="config.json"):
+    with pytest.raises(FileNotFoundError, match=r"config\.json"):
         CrossEncoderReranker(tmp_path)
 
 

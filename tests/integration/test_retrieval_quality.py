@@ -60,7 +60,8 @@ async def test_english_question_still_prefers_english_pages(runtime: Any, biling
 
 
 NEWS = {
-    "old.md": '---\npublished: "2021-03-01T00:00:00Z"\nteam: ops\n---\n# Quarterly report\n\nRevenue grew.\n',
+    "old.md": '---\npublished: "2021-03-01T00:00:00Z"\nteam: ops\n---\n# Quarterly report\n\n'
+    "Revenue grew.\n",
     "new.md": '---\npublished: "2024-06-15T09:00:00Z"\nteam: ops\n---\n# Quarterly report\n\n'
     "Revenue grew again.\n",
 }
