@@ -78,8 +78,9 @@ class EmbedderSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     """Intra-op threads of the embedder (sized on purpose: see the README)."""
     max_batch: int = 32
     """Largest micro-batch of concurrent queries."""
-    max_wait_ms: float = 2.0
-    """Longest a query waits for others to join its micro-batch."""
+    max_wait_ms: float = 0.0
+    """Longest a query waits for others to join its micro-batch. 0: none — batches form from
+    the queries that arrived while the model was busy, and a lone query is not delayed."""
 
 
 class RetrievalSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

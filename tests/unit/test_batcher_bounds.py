@@ -67,3 +67,17 @@ async def test_a_caller_that_gives_up_does_not_break_the_batch() -> None:
     assert (await kept).shape == (8,)
     await blocker
     await batcher.close()
+
+
+async def test_without_a_wait_queries_that_arrive_while_busy_share_one_batch() -> None:
+    gate = threading.Event()
+    emb = Recording(gate)
+    batcher = MicroBatcher(emb, max_batch=8, max_wait_ms=0)
+    first = asyncio.create_task(batcher.embed("alone"))  # not held back for company
+    await asyncio.sleep(0.05)
+    rest = [asyncio.create_task(batcher.embed(f"q{i}")) for i in range(5)]
+    await asyncio.sleep(0.01)
+    gate.set()
+    await asyncio.gather(first, *rest)
+    await batcher.close()
+    assert emb.sizes == [1, 5]
