@@ -253,3 +253,19 @@ async def test_runtime_wires_the_qdrant_backend() -> None:
     await idx.close()
     with pytest.raises(ConfigError, match=r"index\.qdrant_url"):
         open_index(load_settings(environ={"RAGLINE_INDEX_BACKEND": "qdrant"}), DIM)
+
+
+@pytest.mark.parametrize("backend", ["edge", "qdrant-local"])
+async def test_quantized_collections_search_the_same(backend: str, tmp_path: Path) -> None:
+    from service.index.schema import QuantizationSpec
+
+    spec = collection_spec(DIM, FIELDS, quantization=QuantizationSpec(kind="scalar_int8"))
+    idx: Any
+    if backend == "edge":
+        idx = EdgeIndex.open(tmp_path / "q", dim=DIM, spec=spec)
+    else:
+        idx = await QdrantIndex.open(":memory:", "q", spec)
+    await idx.upsert([chunk("acme", *d) for d in DOCS])
+    hits = await idx.search(query("when are deploy signing keys rotated", limit=2))
+    assert docs(hits)[0] == "release"
+    await idx.close()
