@@ -36,8 +36,11 @@ class HnswSpec(msgspec.Struct, frozen=True, kw_only=True):
     """Candidates while building the graph."""
     payload_m: int = 16
     """Edges of the per-tenant subgraphs built for the tenant index."""
-    full_scan_threshold_kb: int = 10_000
-    """Below this many kilobytes of vectors a filtered segment is scanned exactly."""
+    full_scan_threshold_kb: int = 1_000
+    """Below this many kilobytes of matching vectors (≈650 of 384 dims) a filtered search scans
+    them exactly; above, it walks the HNSW graph with the filter. Qdrant's default (10,000)
+    made a tenant+ACL+metadata search that matched a few thousand chunks scan them all:
+    1.5x the unfiltered p95 on SciFact, against ~1.0x with 1,000."""
 
 
 class QuantizationSpec(msgspec.Struct, frozen=True, kw_only=True):
