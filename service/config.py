@@ -134,6 +134,15 @@ class IndexSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Collection (server) or shard directory name (edge)."""
     search_threads: int = 1
     """Threads Qdrant Edge may use for one search."""
+    qdrant_api_key: str = ""
+    """API key of the Qdrant server (backend `qdrant`); never logged."""
+    shards: int = 1
+    """Shards of the collection when Ragline creates it on a Qdrant server or cluster."""
+    replicas: int = 1
+    """Copies of each shard when Ragline creates the collection on a Qdrant cluster."""
+    quantization: Literal["none", "scalar_int8"] = "none"
+    """Dense-vector quantization when the collection is created (`scalar_int8`: 4x less RAM,
+    candidates rescored with the full vectors)."""
 
 
 class EmbedderSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -145,8 +154,9 @@ class EmbedderSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     """Intra-op threads of the embedder (sized on purpose: see the README)."""
     max_batch: int = 32
     """Largest micro-batch of concurrent queries."""
-    max_wait_ms: float = 2.0
-    """Longest a query waits for others to join its micro-batch."""
+    max_wait_ms: float = 0.0
+    """Longest a query waits for others to join its micro-batch. 0: none — batches form from
+    the queries that arrived while the model was busy, and a lone query is not delayed."""
 
 
 class IndexingSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -170,7 +180,15 @@ class RetrievalSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     max_top_k: int = 20
     """Largest `top_k` a client may ask for."""
     prefetch: int = 50
-    """Candidates each retriever contributes before fusion."""
+    """Candidates each retriever contributes before fusion (hard cap: 500)."""
+    shortlist: int = 30
+    """Fused candidates handed to the reranker (hard cap: 200); at least top_k."""
+    fusion: Literal["convex", "zscore", "rrf"] = "zscore"
+    """How dense and BM25 scores are fused (chosen on the dev split: see the README)."""
+    dense_weight: float = 0.6
+    """Weight of the dense score in the fusion for Latin-script queries (BM25 gets the rest)."""
+    non_latin_dense_weight: float = 0.1
+    """Dense weight for queries in other scripts: the packaged embedder knows English only."""
     metadata_fields: dict[str, Literal["keyword", "integer", "float", "bool", "datetime"]] = (
         msgspec.field(default_factory=dict)
     )
@@ -178,6 +196,28 @@ class RetrievalSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
 
 
 GeneratorName = Literal["extractive", "local", "openai"]
+
+
+class RerankSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    backend: Literal["none", "features", "maxsim", "cross_encoder"] = "none"
+    """Second phase over the shortlist: `features` (no weights needed), `maxsim` (late
+    interaction over the embedder's token vectors), `cross_encoder` (a local model), `none`.
+    Off by default: neither offline backend beat the fused order on our test splits."""
+    model_dir: str = ""
+    """Local sentence-transformers CrossEncoder directory (backend `cross_encoder`)."""
+    max_candidates: int = 30
+    """Most hits one rerank call scores (hard cap: 100)."""
+    threads: int = 1
+    """Threads of the reranker's model (maxsim, cross_encoder)."""
+
+
+class TrimSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    context_tokens: int = 1500
+    """Token budget of the passages handed to the generator (estimated, ~4/3 per word)."""
+    duplicate_threshold: float = 0.8
+    """Word-trigram Jaccard similarity from which a passage is a near-duplicate and dropped."""
+    merge_neighbours: bool = True
+    """Merge adjacent chunks of the same document into one passage."""
 
 
 class GeneratorSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -236,6 +276,8 @@ class BudgetSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Deadline of the query-embedding stage (capped by what is left of the budget)."""
     search_ms: float = 200.0
     """Deadline of the vector search stage."""
+    rerank_ms: float = 100.0
+    """Deadline of the rerank stage; when missed, the fused order is kept."""
     generate_first_token_ms: float = 600.0
     """Deadline for the generator's first token."""
     sse_keepalive_ms: float = 2_000.0
@@ -296,6 +338,8 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     embedder: EmbedderSettings = msgspec.field(default_factory=EmbedderSettings)
     indexing: IndexingSettings = msgspec.field(default_factory=IndexingSettings)
     retrieval: RetrievalSettings = msgspec.field(default_factory=RetrievalSettings)
+    rerank: RerankSettings = msgspec.field(default_factory=RerankSettings)
+    trim: TrimSettings = msgspec.field(default_factory=TrimSettings)
     generator: GeneratorSettings = msgspec.field(default_factory=GeneratorSettings)
     budget: BudgetSettings = msgspec.field(default_factory=BudgetSettings)
     grounding: GroundingSettings = msgspec.field(default_factory=GroundingSettings)
@@ -448,6 +492,25 @@ def _check(s: Settings) -> None:
     if not 0.0 <= s.telemetry.sample_ratio <= 1.0:
         raise ConfigError("setting telemetry.sample_ratio: must be between 0 and 1")
     _check_generator(s)
+    caps = {
+        "retrieval.prefetch": (s.retrieval.prefetch, 500),
+        "trim.context_tokens": (s.trim.context_tokens, 1_000_000),
+        "retrieval.shortlist": (s.retrieval.shortlist, 200),
+        "rerank.max_candidates": (s.rerank.max_candidates, 100),
+        "index.shards": (s.index.shards, 1024),
+        "index.replicas": (s.index.replicas, 16),
+    }
+    for key, (value, cap) in caps.items():
+        if not 0 < value <= cap:
+            raise ConfigError(f"setting {key}: must be in 1..{cap}, got {value}")
+    for key, weight in {
+        "retrieval.dense_weight": s.retrieval.dense_weight,
+        "retrieval.non_latin_dense_weight": s.retrieval.non_latin_dense_weight,
+    }.items():
+        if not 0.0 <= weight <= 1.0:
+            raise ConfigError(f"setting {key}: must be in 0..1, got {weight}")
+    if s.rerank.backend == "cross_encoder" and not s.rerank.model_dir:
+        raise ConfigError("setting rerank.model_dir: required by rerank.backend = cross_encoder")
     for field in s.retrieval.metadata_fields:
         if field in {"tenant_id", "acl", "doc_id", "text"}:
             raise ConfigError(f"setting retrieval.metadata_fields: {field!r} is reserved")

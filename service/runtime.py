@@ -16,7 +16,7 @@ from service.admission.buckets import TenantLimiter
 from service.admission.gate import AdmissionGate
 from service.cache.stats import Stats
 from service.cache.wiring import Caching
-from service.config import Settings
+from service.config import ConfigError, Settings
 from service.db.pool import open_pool
 from service.embed.batcher import MicroBatcher
 from service.embed.loader import load_embedder
@@ -26,9 +26,12 @@ from service.generate.factory import open_router
 from service.generate.router import GeneratorRouter
 from service.index.edge import EdgeIndex
 from service.index.protocol import VectorIndex
+from service.index.schema import CollectionSpec, QuantizationSpec, collection_spec
 from service.pipeline.answer import AnswerPipeline
 from service.pipeline.ground import Grounder
 from service.pipeline.retrieve import Retriever
+from service.rerank.loader import load_reranker
+from service.rerank.stage import RerankStage
 
 
 def limit_native_threads(threads: int) -> None:
@@ -39,11 +42,40 @@ def limit_native_threads(threads: int) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
+def index_spec(settings: Settings, dim: int) -> CollectionSpec:
+    """The collection layout both backends create (service.index.schema)."""
+    i = settings.index
+    return collection_spec(
+        dim,
+        settings.retrieval.metadata_fields,
+        quantization=QuantizationSpec(kind=i.quantization),
+        shards=i.shards,
+        replicas=i.replicas,
+    )
+
+
 def open_index(settings: Settings, dim: int) -> VectorIndex:
+    spec = index_spec(settings, dim)
     if settings.index.backend == "edge":
         path = settings.state_dir / "index" / settings.index.collection
-        return EdgeIndex.open(path, dim=dim, threads=settings.index.search_threads)
-    raise NotImplementedError("index.backend 'qdrant' is not available yet")
+        return EdgeIndex.open(path, dim=dim, threads=settings.index.search_threads, spec=spec)
+    from service.index.qdrant import QdrantIndex
+
+    if not settings.index.qdrant_url:
+        raise ConfigError("setting index.qdrant_url: required by index.backend = qdrant")
+    return QdrantIndex.connect(
+        settings.index.qdrant_url,
+        settings.index.collection,
+        spec,
+        api_key=settings.index.qdrant_api_key,
+    )
+
+
+def open_reranker(settings: Settings) -> RerankStage | None:
+    reranker = load_reranker(settings)
+    if reranker is None:
+        return None
+    return RerankStage(reranker, max_candidates=settings.rerank.max_candidates)
 
 
 class Runtime:
@@ -54,6 +86,7 @@ class Runtime:
         index: VectorIndex,
         embedder: Embedder,
         router: GeneratorRouter | None = None,
+        reranker: RerankStage | None = None,
     ) -> None:
         self.settings = settings
         self.pool = pool
@@ -64,7 +97,8 @@ class Runtime:
         # caches (L1 + Redis L2), coalescing, idempotency: see service/cache/wiring.py
         self.caching = Caching(settings, pool, self.stats)
         self.batcher: MicroBatcher = self.caching.batcher(embedder)
-        self.retriever: Retriever = self.caching.retriever(self.batcher, index)
+        self.reranker = reranker
+        self.retriever: Retriever = self.caching.retriever(self.batcher, index, reranker)
         self.router = router or GeneratorRouter(
             {"extractive": ExtractiveGenerator(settings.generator.max_sentences)},
             default=["extractive"],
@@ -94,6 +128,7 @@ class Runtime:
             if emb_task is not None:
                 embedder = await emb_task
             assert embedder is not None
+            reranker = await asyncio.to_thread(open_reranker, settings)
             index = await asyncio.to_thread(open_index, settings, embedder.dim)
         except BaseException:
             await pool.close()
@@ -104,7 +139,7 @@ class Runtime:
             await index.close()
             await pool.close()
             raise
-        rt = cls(settings, pool, index, embedder, router)
+        rt = cls(settings, pool, index, embedder, router, reranker)
         rt.batcher.start()
         await rt.caching.start()
         return rt
@@ -115,5 +150,7 @@ class Runtime:
         await self.caching.close()
         await self.router.aclose()
         await self.batcher.close()
+        if self.reranker is not None:
+            self.reranker.close()
         await self.index.close()
         await self.pool.close()

@@ -1,1 +1,3 @@
 """Benchmarks (`ragline bench …`)."""
+
+"""Benchmarks: retrieval quality and latency (`ragline bench retrieval`)."""

@@ -51,6 +51,7 @@ def retrieval_version(settings: Settings, embedder_name: str) -> str:
         [
             PIPELINE_VERSION,
             settings.retrieval,
+            settings.rerank,
             settings.embedder.backend,
             settings.embedder.model_dir,
             embedder_name,

@@ -22,6 +22,7 @@ from service.embed.protocol import Embedder
 from service.index.protocol import VectorIndex
 from service.pipeline.answer import AnswerPipeline
 from service.pipeline.retrieve import Retriever
+from service.rerank.stage import RerankStage
 
 
 class Caching:
@@ -60,13 +61,16 @@ class Caching:
             max_wait_ms=e.max_wait_ms,
         )
 
-    def retriever(self, batcher: MicroBatcher, index: VectorIndex) -> Retriever:
+    def retriever(
+        self, batcher: MicroBatcher, index: VectorIndex, reranker: RerankStage | None = None
+    ) -> Retriever:
         if not self.enabled:
-            return Retriever(batcher, index, self.settings)
+            return Retriever(batcher, index, self.settings, reranker)
         return CachingRetriever(
             batcher,
             index,
             self.settings,
+            reranker,
             cache=self.cache,
             keys=self.keys,
             visibility=self.visibility,

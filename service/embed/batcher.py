@@ -3,6 +3,10 @@
 Model calls in threads cannot be cancelled, so the batcher bounds them instead: one worker
 thread, batches of at most `max_batch`, a queue of at most `max_queue` waiting texts. A request
 that gives up (deadline, disconnect) simply stops waiting; its text may still be embedded.
+
+A batch is every query already waiting when the worker turns to the queue: queries that arrived
+while the model was busy share the next call, and a lone query never waits for company. With
+`max_wait_ms` > 0 the worker also waits that long for more before a batch that is not full.
 """
 
 from __future__ import annotations
@@ -64,8 +68,10 @@ class MicroBatcher:
         loop = asyncio.get_running_loop()
         while True:
             batch = [await self._queue.get()]
+            while len(batch) < self.max_batch and not self._queue.empty():
+                batch.append(self._queue.get_nowait())
             deadline = loop.time() + self.max_wait
-            while len(batch) < self.max_batch:
+            while len(batch) < self.max_batch and self.max_wait > 0:
                 timeout = deadline - loop.time()
                 if timeout <= 0:
                     break

@@ -11,36 +11,74 @@ Qdrant does not promise that a multi-point upsert is atomic across segments.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
+import msgspec
 import qdrant_edge as qe
 
 from service.errors import UpstreamError
 from service.index.filters import AnyOf, Condition, FilterSpec, Match
-from service.index.fusion import weighted_rrf
+from service.index.fusion import DENSE_KEY, SPARSE_KEY, fuse
 from service.index.protocol import Chunk, Hit, SearchQuery, hit_from_payload, point_id
 from service.index.rwlock import RWLock
+from service.index.schema import (
+    DENSE,
+    SCHEMA_VERSION,
+    SPARSE,
+    CollectionSpec,
+    PayloadIndex,
+    collection_spec,
+    missing_indexes,
+)
 
 T = TypeVar("T")
-
-SCHEMA_VERSION = 1
-DENSE = "dense"
-SPARSE = "bm25"
+SCHEMA_FILE_SUFFIX = ".schema.json"
 
 
 class IndexLocked(UpstreamError):
     code = "index_locked"
 
 
-def edge_config(dim: int) -> Any:
+def edge_config(spec: CollectionSpec, search_threads: int | None = None) -> Any:
+    h = spec.hnsw
+    quant: Any = None
+    if spec.quantization.kind == "scalar_int8":
+        quant = qe.ScalarQuantizationConfig(
+            qe.ScalarType.Int8, quantile=spec.quantization.quantile, memory=qe.Memory.Pinned
+        )
     return qe.EdgeConfig(
-        vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
+        vectors={DENSE: qe.EdgeVectorParams(size=spec.dim, distance=qe.Distance.Cosine)},
         sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+        hnsw_config=qe.HnswIndexConfig(
+            m=h.m,
+            ef_construct=h.ef_construct,
+            full_scan_threshold=h.full_scan_threshold_kb,
+            payload_m=h.payload_m,
+        ),
+        quantization_config=quant,
         payload_memory=qe.Memory.Cached,
+        max_search_threads=search_threads,
     )
+
+
+_EDGE_SCHEMA: dict[str, Any] = {
+    "integer": qe.PayloadSchemaType.Integer,
+    "float": qe.PayloadSchemaType.Float,
+    "bool": qe.PayloadSchemaType.Bool,
+    "datetime": qe.PayloadSchemaType.Datetime,
+}
+
+
+def _index_params(p: PayloadIndex) -> Any:
+    if p.type == "keyword":
+        return (
+            qe.KeywordIndexParams(is_tenant=True) if p.is_tenant else qe.PayloadSchemaType.Keyword
+        )
+    return _EDGE_SCHEMA[p.type]
 
 
 def _condition(c: Condition) -> Any:
@@ -70,6 +108,66 @@ def _tenant_acl_filter(
     return qe.Filter(must=must)
 
 
+def search_requests(q: SearchQuery, flt: Any) -> list[Any]:
+    """The engine requests of one search: one batch, one round trip.
+
+    With both vectors: the union of the dense and the BM25 top `prefetch`, rescored once by each
+    (request 0 carries the payload and the cosines, request 1 the BM25 scores). `flt` None is
+    the unfiltered search the benchmark compares against.
+    """
+    vectors: list[tuple[str, Any]] = []
+    if q.dense is not None and q.dense_weight > 0:
+        vectors.append((DENSE, qe.Query.Nearest(list(q.dense), using=DENSE)))
+    if q.sparse is not None and q.sparse.indices and q.sparse_weight > 0:
+        sparse = qe.SparseVector(q.sparse.indices, q.sparse.values)
+        vectors.append((SPARSE, qe.Query.Nearest(sparse, using=SPARSE)))
+    if len(vectors) == 1:
+        return [
+            qe.QueryRequest(limit=q.prefetch, query=vectors[0][1], filter=flt, with_payload=True)
+        ]
+    prefetches = [qe.Prefetch(limit=q.prefetch, query=query, filter=flt) for _, query in vectors]
+    return [
+        qe.QueryRequest(
+            limit=2 * q.prefetch,
+            prefetches=prefetches,
+            query=query,
+            filter=flt,
+            with_payload=i == 0,
+        )
+        for i, (_, query) in enumerate(vectors)
+    ]
+
+
+def hits_from_results(q: SearchQuery, results: list[Any]) -> list[Hit]:
+    """Fuse the rescored union (or take the single list) into the top `q.limit` hits."""
+    if not results:
+        return []
+    if len(results) == 1:
+        key = DENSE_KEY if q.dense is not None and q.dense_weight > 0 else SPARSE_KEY
+        return [
+            hit_from_payload(p.id, p.score, p.payload or {}, {key: p.score})
+            for p in results[0][: q.limit]
+        ]
+    bm25 = {str(p.id): p.score for p in results[1]}
+    hits = [
+        hit_from_payload(
+            p.id,
+            p.score,
+            p.payload or {},
+            {DENSE_KEY: p.score, SPARSE_KEY: bm25.get(str(p.id), 0.0)},
+        )
+        for p in results[0]
+    ]
+    return fuse(
+        hits,
+        method=q.fusion,
+        dense_weight=q.dense_weight,
+        sparse_weight=q.sparse_weight,
+        limit=q.limit,
+        rrf_k=q.rrf_k,
+    )
+
+
 class EdgeIndex:
     def __init__(self, shard: Any, *, threads: int = 1) -> None:
         self._shard = shard
@@ -78,20 +176,30 @@ class EdgeIndex:
         self._rw = RWLock()
 
     @classmethod
-    def open(cls, path: Path, *, dim: int, threads: int = 1) -> EdgeIndex:
+    def open(
+        cls,
+        path: Path,
+        *,
+        dim: int,
+        threads: int = 1,
+        spec: CollectionSpec | None = None,
+    ) -> EdgeIndex:
+        """Open (or create) the shard at `path`, bringing its payload indexes up to `spec`."""
+        spec = spec or collection_spec(dim)
         path.mkdir(parents=True, exist_ok=True)
         try:
+            _check_stored_schema(path, spec)
             if any(path.iterdir()):
-                shard = qe.EdgeShard.load(str(path))
+                # the same layout it was made with (checked against its segments), our threads
+                shard = qe.EdgeShard.load(str(path), edge_config(spec, threads))
             else:
-                shard = qe.EdgeShard.create(str(path), edge_config(dim))
-                for field, schema in (
-                    ("tenant_id", qe.PayloadSchemaType.Keyword),
-                    ("acl", qe.PayloadSchemaType.Keyword),
-                    ("doc_id", qe.PayloadSchemaType.Keyword),
-                    ("chunk_ix", qe.PayloadSchemaType.Integer),
-                ):
-                    shard.update(qe.UpdateOperation.create_field_index(field, schema))
+                shard = qe.EdgeShard.create(str(path), edge_config(spec, threads))
+            present = {k: str(v.data_type) for k, v in shard.info().payload_schema.items()}
+            for p in missing_indexes(spec, present):
+                shard.update(qe.UpdateOperation.create_field_index(p.field, _index_params(p)))
+            _store_schema(path, spec)
+        except _SchemaError as exc:
+            raise UpstreamError(str(exc)) from exc
         except Exception as exc:
             if "WouldBlock" in str(exc):
                 raise IndexLocked(
@@ -153,38 +261,17 @@ class EdgeIndex:
 
     def _search_sync(self, q: SearchQuery) -> list[Hit]:
         flt = _tenant_acl_filter(q.tenant_id, q.identities, q.filter)
-        requests: list[Any] = []
-        weights: list[float] = []
-        if q.dense is not None and q.dense_weight > 0:
-            requests.append(
-                qe.QueryRequest(
-                    limit=q.prefetch,
-                    query=qe.Query.Nearest(list(q.dense), using=DENSE),
-                    filter=flt,
-                    with_payload=True,
-                )
-            )
-            weights.append(q.dense_weight)
-        if q.sparse is not None and q.sparse.indices and q.sparse_weight > 0:
-            requests.append(
-                qe.QueryRequest(
-                    limit=q.prefetch,
-                    query=qe.Query.Nearest(
-                        qe.SparseVector(q.sparse.indices, q.sparse.values), using=SPARSE
-                    ),
-                    filter=flt,
-                    with_payload=True,
-                )
-            )
-            weights.append(q.sparse_weight)
+        requests = search_requests(q, flt)
         if not requests:
             return []
         with self._rw.read():
             results = self._shard.query_batch(qe.QueryBatchRequest(requests))
-        lists = [[hit_from_payload(p.id, p.score, p.payload or {}) for p in r] for r in results]
-        if len(lists) == 1:
-            return lists[0][: q.limit]
-        return weighted_rrf(lists, weights, q.limit)
+        return hits_from_results(q, results)
+
+    def query_batch_sync(self, requests: list[Any]) -> list[Any]:
+        """Raw engine access for the benchmark's unfiltered baseline (same executor rules)."""
+        with self._rw.read():
+            return list(self._shard.query_batch(qe.QueryBatchRequest(requests)))
 
     async def search(self, query: SearchQuery) -> list[Hit]:
         try:
@@ -222,3 +309,36 @@ class EdgeIndex:
             await self._run(self._shard.flush)
             await self._run(self._shard.close)
         self._executor.shutdown(wait=True)
+
+
+class _SchemaError(Exception):
+    pass
+
+
+def _schema_path(path: Path) -> Path:
+    return path.with_name(path.name + SCHEMA_FILE_SUFFIX)
+
+
+def _check_stored_schema(path: Path, spec: CollectionSpec) -> None:
+    """Refuse a shard laid out for another embedder; newer payload indexes are added in place."""
+    file = _schema_path(path)
+    if not file.is_file():
+        return
+    stored = json.loads(file.read_text(encoding="utf-8"))
+    if stored.get("dim") != spec.dim:
+        raise _SchemaError(
+            f"the index at {path} holds {stored.get('dim')}-dimensional vectors but the "
+            f"embedder makes {spec.dim}: re-index into a new index.collection"
+        )
+    if int(stored.get("version", 0)) > SCHEMA_VERSION:
+        raise _SchemaError(
+            f"the index at {path} has schema version {stored['version']}, newer than this "
+            f"release ({SCHEMA_VERSION}): upgrade Ragline"
+        )
+
+
+def _store_schema(path: Path, spec: CollectionSpec) -> None:
+    file = _schema_path(path)
+    data = msgspec.json.encode(spec)
+    if not file.is_file() or file.read_bytes() != data:
+        file.write_bytes(data)

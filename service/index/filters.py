@@ -3,6 +3,9 @@
     {"lang": "en"}                          match
     {"team": {"any": ["a", "b"]}}           any-of
     {"year": {"gte": 2020, "lt": 2024}}     range (numbers or ISO dates for datetime fields)
+    {"published": {"gte": "2024-01-01"}}    dates: ISO 8601, a date alone means its midnight,
+                                            no offset means UTC; a datetime match is an
+                                            exact-instant range
 
 Conditions are AND-ed. `tenant_id`, `acl` and other reserved fields can never be filtered on.
 The parsed form is adapter-neutral; each index adapter translates it into its engine's filter.
@@ -52,6 +55,17 @@ def _bad(field: str, why: str) -> InvalidRequest:
     return InvalidRequest(f"filter field {field!r}: {why}", code="invalid_filter")
 
 
+def normalize_datetime(value: str) -> str:
+    """An ISO 8601 date or datetime as RFC 3339 in UTC (what Qdrant's datetime index parses).
+
+    Also the form indexers should store datetime metadata in. Raises ValueError when invalid.
+    """
+    parsed = dt.datetime.fromisoformat(value.strip())
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=dt.UTC)
+    return parsed.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+
+
 def _check_scalar(field: str, ftype: FieldType, value: Any) -> str | int | float | bool:
     ok = {
         "keyword": isinstance(value, str),
@@ -62,12 +76,14 @@ def _check_scalar(field: str, ftype: FieldType, value: Any) -> str | int | float
     }[ftype]
     if not ok:
         raise _bad(field, f"expected a {ftype} value, got {type(value).__name__} {value!r}")
+    if ftype == "datetime":
+        return normalize_datetime(value)
     return value  # type: ignore[no-any-return]
 
 
 def _is_datetime(value: str) -> bool:
     try:
-        dt.datetime.fromisoformat(value)
+        normalize_datetime(value)
     except ValueError:
         return False
     return True
@@ -105,6 +121,9 @@ def parse_filters(raw: Any, declared: Mapping[str, FieldType]) -> FilterSpec | N
                 raise _bad(
                     field, f"unknown operator(s) {sorted(keys)}; use any, {', '.join(RANGE_OPS)}"
                 )
+        elif ftype == "datetime":
+            instant = _check_scalar(field, ftype, spec)
+            conds.append(Range(field, gte=instant, lte=instant))
         else:
             conds.append(Match(field, _check_scalar(field, ftype, spec)))
     return FilterSpec(tuple(conds))

@@ -1,44 +1,108 @@
-"""Fusing ranked lists: weighted reciprocal-rank fusion, computed here (ids of ≤ 100 each).
+"""Fusing dense and BM25 scores of one candidate set into one ranking.
 
-Qdrant Edge 0.9's `Fusion.Rrf(weights=...)` barely moved scores in our checks, so the two
-prefetched lists are fused in Python, where the weights are known to apply.
+Both adapters fetch the union of the dense and the BM25 top lists, scored by *both* retrievers
+(Qdrant rescoring over prefetches), so every candidate has its exact cosine and BM25 score
+(0 when it shares no term with the query). Three fusions are offered:
+
+- `convex` (the default): min-max normalise each score over the candidates, then
+  `w·dense + (1 − w)·bm25`. Unlike RRF it keeps *how much* better a candidate is, so a strong
+  retriever is not dragged down by a weak one's ranks (CLAPnq: dense 0.99 vs equal RRF 0.97).
+- `zscore`: the same with z-score normalisation.
+- `rrf`: weighted reciprocal-rank fusion, k = 60 by default.
+
+Weights are tuned on the dev split of our suites (`python -m evals.bench.tune_fusion`).
+Engine-side weighted RRF is not used: Qdrant Edge 0.9's `Fusion.Rrf(weights=...)` barely moved
+scores in our checks (see docs/retrieval.md).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from typing import Literal
 
 from service.index.protocol import Hit
 
+FusionMethod = Literal["convex", "zscore", "rrf"]
 RRF_K = 60.0
+DENSE_KEY = "dense"
+SPARSE_KEY = "bm25"
 
 
-def weighted_rrf(
-    lists: Sequence[Sequence[Hit]], weights: Sequence[float], limit: int, k: float = RRF_K
+def _minmax(values: Sequence[float]) -> list[float]:
+    lo, hi = min(values), max(values)
+    if hi - lo <= 1e-12:
+        return [1.0 if hi > 0 else 0.0 for _ in values]
+    return [(v - lo) / (hi - lo) for v in values]
+
+
+def _zscore(values: Sequence[float]) -> list[float]:
+    n = len(values)
+    mu = sum(values) / n
+    sd = math.sqrt(sum((v - mu) ** 2 for v in values) / n)
+    if sd <= 1e-12:
+        return [0.0 for _ in values]
+    return [(v - mu) / sd for v in values]
+
+
+def _ranks(values: Sequence[float]) -> list[int | None]:
+    """1-based rank by descending score; None for a zero score (not retrieved by it)."""
+    order = sorted(range(len(values)), key=lambda i: -values[i])
+    out: list[int | None] = [None] * len(values)
+    for rank, i in enumerate(order, start=1):
+        if values[i] > 0:
+            out[i] = rank
+    return out
+
+
+def fuse(
+    hits: Sequence[Hit],
+    *,
+    method: FusionMethod = "convex",
+    dense_weight: float = 0.5,
+    sparse_weight: float = 0.5,
+    limit: int,
+    rrf_k: float = RRF_K,
 ) -> list[Hit]:
-    scores: dict[str, float] = {}
-    first: dict[str, Hit] = {}
-    for hits, weight in zip(lists, weights, strict=True):
-        if weight <= 0:
-            continue
-        for rank, hit in enumerate(hits):
-            scores[hit.id] = scores.get(hit.id, 0.0) + weight / (k + rank + 1)
-            first.setdefault(hit.id, hit)
-    ranked = sorted(scores, key=lambda pid: (-scores[pid], pid))[:limit]
+    """Rank candidates carrying `scores["dense"]` and/or `scores["bm25"]`; top `limit` out."""
+    if not hits:
+        return []
+    has_dense = dense_weight > 0 and all(DENSE_KEY in h.scores for h in hits)
+    has_sparse = sparse_weight > 0 and any(SPARSE_KEY in h.scores for h in hits)
+    dense = [h.scores.get(DENSE_KEY, 0.0) for h in hits]
+    sparse = [h.scores.get(SPARSE_KEY, 0.0) for h in hits]
+    wd = dense_weight if has_dense else 0.0
+    ws = sparse_weight if has_sparse else 0.0
+    if wd + ws <= 0:
+        wd, ws = (1.0, 0.0) if has_dense else (0.0, 1.0)
+    wd, ws = wd / (wd + ws), ws / (wd + ws)
+    if method == "rrf":
+        fused = [
+            (wd / (rrf_k + rd) if rd is not None else 0.0)
+            + (ws / (rrf_k + rs) if rs is not None else 0.0)
+            for rd, rs in zip(_ranks(dense), _ranks(sparse), strict=True)
+        ]
+    else:
+        norm = _zscore if method == "zscore" else _minmax
+        nd = norm(dense) if wd > 0 else [0.0] * len(hits)
+        ns = norm(sparse) if ws > 0 else [0.0] * len(hits)
+        fused = [wd * a + ws * b for a, b in zip(nd, ns, strict=True)]
+    order = sorted(range(len(hits)), key=lambda i: (-fused[i], hits[i].id))[:limit]
     out = []
-    for pid in ranked:
-        hit = first[pid]
+    for i in order:
+        h = hits[i]
         out.append(
             Hit(
-                id=hit.id,
-                doc_id=hit.doc_id,
-                chunk_ix=hit.chunk_ix,
-                score=scores[pid],
-                text=hit.text,
-                title=hit.title,
-                source_uri=hit.source_uri,
-                lang=hit.lang,
-                metadata=hit.metadata,
+                id=h.id,
+                doc_id=h.doc_id,
+                chunk_ix=h.chunk_ix,
+                score=fused[i],
+                text=h.text,
+                title=h.title,
+                source_uri=h.source_uri,
+                lang=h.lang,
+                metadata=h.metadata,
+                scores=h.scores,
             )
         )
     return out

@@ -63,6 +63,8 @@ class Hit(msgspec.Struct, kw_only=True):
     source_uri: str = ""
     lang: str = ""
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+    scores: dict[str, float] = msgspec.field(default_factory=dict)
+    """Each retriever's raw score of this chunk (`dense` cosine, `bm25`), before fusion."""
 
 
 class SearchQuery(msgspec.Struct, kw_only=True):
@@ -73,10 +75,15 @@ class SearchQuery(msgspec.Struct, kw_only=True):
     dense: list[float] | None = None
     sparse: SparseVec | None = None
     limit: int = 10
+    """Fused hits returned (the shortlist)."""
     prefetch: int = 50
+    """Candidates each retriever contributes before fusion."""
     filter: Any = None  # a service.index.filters.FilterSpec, or None
     dense_weight: float = 1.0
     sparse_weight: float = 1.0
+    fusion: Literal["convex", "zscore", "rrf"] = "convex"
+    """How the two score lists are fused (service.index.fusion)."""
+    rrf_k: float = 60.0
 
 
 RESERVED_PAYLOAD = frozenset(
@@ -84,7 +91,9 @@ RESERVED_PAYLOAD = frozenset(
 )
 
 
-def hit_from_payload(pid: Any, score: float, payload: dict[str, Any]) -> Hit:
+def hit_from_payload(
+    pid: Any, score: float, payload: dict[str, Any], scores: dict[str, float] | None = None
+) -> Hit:
     return Hit(
         id=str(pid),
         doc_id=payload["doc_id"],
@@ -95,6 +104,7 @@ def hit_from_payload(pid: Any, score: float, payload: dict[str, Any]) -> Hit:
         source_uri=payload.get("source_uri", ""),
         lang=payload.get("lang", ""),
         metadata={k: v for k, v in payload.items() if k not in RESERVED_PAYLOAD},
+        scores=scores or {},
     )
 
 

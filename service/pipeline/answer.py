@@ -27,6 +27,7 @@ from service.pipeline.events import Done, Error, Event, Meta, Source, Sources, T
 from service.pipeline.generation import generate
 from service.pipeline.ground import Grounder
 from service.pipeline.retrieve import Retriever
+from service.pipeline.trim import trim
 
 log = logging.getLogger("ragline.pipeline")
 
@@ -108,6 +109,13 @@ class AnswerPipeline:
             filters=filters,
             top_k=top_k,
             budget=budget,
+        )
+        t = self.settings.trim  # before numbering: S1…Sn are the passages the generator sees
+        hits = trim(
+            hits,
+            budget_tokens=t.context_tokens,
+            duplicate_threshold=t.duplicate_threshold,
+            merge=t.merge_neighbours,
         )
         return Prepared(
             request_id=request_id,

@@ -1,7 +1,12 @@
-"""Retrieval: embed the query (micro-batched), then one bounded, pre-filtered hybrid search.
+"""Retrieval: embed the query (micro-batched), one bounded pre-filtered hybrid search, rerank.
 
-The packaged embedder knows English only, so a query in another script leans on BM25: the dense
-list still votes in the fusion, with a smaller weight. A late embedder degrades to BM25 alone.
+Every stage is capped in work and in time: `prefetch` candidates per retriever, a `shortlist`
+of fused hits, at most `rerank.max_candidates` reranked, `top_k` returned; each stage runs
+under its own deadline inside the request budget. A late embedder degrades to BM25 alone; a late
+or busy reranker keeps the fused order. Both are named in `done.degraded`.
+
+The packaged embedder knows English only, so a query in another script leans on BM25: its dense
+weight in the fusion is `retrieval.non_latin_dense_weight` instead of `retrieval.dense_weight`.
 """
 
 from __future__ import annotations
@@ -14,17 +19,55 @@ from service.identity import Principal
 from service.index.filters import FilterSpec
 from service.index.protocol import Hit, SearchQuery, VectorIndex
 from service.pipeline.budget import Budget
-from service.text.bm25 import query_vector
+from service.rerank.stage import RerankBusy, RerankStage
+from service.text.bm25 import SparseVec, query_vector
 from service.text.tokenize import script_of
 
-NON_LATIN_DENSE_WEIGHT = 0.3
+MAX_PREFETCH = 500
+MAX_SHORTLIST = 200
+
+
+def build_search_query(
+    settings: Settings,
+    principal: Principal,
+    query: str,
+    dense: list[float] | None,
+    sparse: SparseVec,
+    *,
+    filters: FilterSpec | None,
+    limit: int,
+) -> SearchQuery:
+    """The bounded, pre-filtered search for one query; the fusion weights follow its script."""
+    r = settings.retrieval
+    dense_weight = r.dense_weight if script_of(query) == "latin" else r.non_latin_dense_weight
+    if dense is None:  # BM25 alone: its weight is all there is
+        dense_weight = 0.0
+    return SearchQuery(
+        tenant_id=principal.tenant_id,
+        identities=principal.identities,
+        dense=dense,
+        sparse=sparse,
+        limit=min(limit, MAX_SHORTLIST),
+        prefetch=min(max(r.prefetch, limit), MAX_PREFETCH),
+        filter=filters,
+        fusion=r.fusion,
+        dense_weight=dense_weight,
+        sparse_weight=1.0 - dense_weight,
+    )
 
 
 class Retriever:
-    def __init__(self, batcher: MicroBatcher, index: VectorIndex, settings: Settings) -> None:
+    def __init__(
+        self,
+        batcher: MicroBatcher,
+        index: VectorIndex,
+        settings: Settings,
+        reranker: RerankStage | None = None,
+    ) -> None:
         self.batcher = batcher
         self.index = index
         self.settings = settings
+        self.reranker = reranker
 
     async def retrieve(
         self,
@@ -37,8 +80,7 @@ class Retriever:
     ) -> list[Hit]:
         b = self.settings.budget
         sparse = query_vector(query)
-        script = script_of(query)
-        telemetry.annotate(k=top_k, lang=script, filtered=filters is not None)
+        telemetry.annotate(k=top_k, lang=script_of(query), filtered=filters is not None)
         dense: list[float] | None = None
         try:
             async with budget.stage("embed", b.embed_ms):
@@ -47,17 +89,11 @@ class Retriever:
             budget.degrade("embed_timeout_bm25_only")
         if dense is None and not sparse.indices:
             return []
-        latin = script == "latin"
-        request = SearchQuery(
-            tenant_id=principal.tenant_id,
-            identities=principal.identities,
-            dense=dense,
-            sparse=sparse,
-            limit=top_k,
-            prefetch=max(self.settings.retrieval.prefetch, top_k),
-            filter=filters,
-            dense_weight=1.0 if latin else NON_LATIN_DENSE_WEIGHT,
-            sparse_weight=1.0,
+        shortlist = top_k
+        if self.reranker is not None:
+            shortlist = max(top_k, self.settings.retrieval.shortlist)
+        request = build_search_query(
+            self.settings, principal, query, dense, sparse, filters=filters, limit=shortlist
         )
         try:
             async with budget.stage(
@@ -67,5 +103,13 @@ class Retriever:
                 telemetry.set_attrs(hits=len(hits))
         except TimeoutError:
             raise DeadlineExceeded("vector search missed its deadline") from None
+        if self.reranker is not None and len(hits) > 1:
+            try:
+                async with budget.stage("rerank", b.rerank_ms, candidates=len(hits)):
+                    hits = await self.reranker.rerank(query, hits)
+            except TimeoutError:
+                budget.degrade("rerank_timeout")
+            except RerankBusy:
+                budget.degrade("rerank_busy")
         telemetry.annotate(hits=len(hits))
-        return hits
+        return hits[:top_k]

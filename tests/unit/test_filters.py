@@ -30,7 +30,7 @@ def test_match_any_and_range() -> None:
         Match("team", "eng"),
         AnyOf("year", (2023, 2024)),
         Range("score", gte=0.5),
-        Range("published", lt="2024-01-01"),
+        Range("published", lt="2024-01-01T00:00:00Z"),
     )
     assert parse_filters(None, DECLARED) is None and parse_filters({}, DECLARED) is None  # type: ignore[arg-type]
 
@@ -53,3 +53,23 @@ def test_bad_filters_name_the_field(raw: dict[str, object], field: str) -> None:
     with pytest.raises(InvalidRequest, match=repr(field)) as err:
         parse_filters(raw, DECLARED)  # type: ignore[arg-type]
     assert err.value.status == 422 and err.value.code == "invalid_filter"
+
+
+@pytest.mark.parametrize(
+    ("given", "stored"),
+    [
+        ("2024-01-01", "2024-01-01T00:00:00Z"),
+        ("2024-01-01T10:30:00", "2024-01-01T10:30:00Z"),
+        ("2024-01-01T10:30:00+05:30", "2024-01-01T05:00:00Z"),
+        ("2024-01-01T10:30:00.250Z", "2024-01-01T10:30:00.250000Z"),
+    ],
+)
+def test_dates_are_normalised_to_utc(given: str, stored: str) -> None:
+    spec = parse_filters({"published": {"gte": given}}, DECLARED)  # type: ignore[arg-type]
+    assert spec is not None and spec.conditions == (Range("published", gte=stored),)
+
+
+def test_a_datetime_match_is_an_exact_instant() -> None:
+    spec = parse_filters({"published": "2024-03-05"}, DECLARED)  # type: ignore[arg-type]
+    instant = "2024-03-05T00:00:00Z"
+    assert spec is not None and spec.conditions == (Range("published", gte=instant, lte=instant),)

@@ -1,0 +1,325 @@
+"""A Qdrant server or cluster through `qdrant-client`'s async client: what Ragline runs at scale.
+
+One collection holds every tenant (ARCHITECTURE §2): `tenant_id` has a tenant payload index, so
+Qdrant keeps each tenant's points together and builds per-tenant HNSW links (`payload_m`); the
+collection is created with the configured shards and replicas. The layout comes from
+`service.index.schema`, as for Qdrant Edge, and searches are the same two rescoring requests in
+one `query_batch_points` call, fused by `service.index.fusion`.
+
+`qdrant_url` may also be `:memory:` or a directory: qdrant-client's local mode, a pure-Python
+stand-in used by the contract tests (exact search, payload indexes ignored; never benchmark it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+from qdrant_client import AsyncQdrantClient
+from qdrant_client import models as qm
+
+from service.errors import UpstreamError
+from service.index.filters import AnyOf, Condition, FilterSpec, Match
+from service.index.fusion import DENSE_KEY, SPARSE_KEY, fuse
+from service.index.protocol import Chunk, Hit, SearchQuery, hit_from_payload, point_id
+from service.index.schema import (
+    DENSE,
+    SCHEMA_VERSION,
+    SPARSE,
+    CollectionSpec,
+    PayloadIndex,
+    missing_indexes,
+)
+
+_SCHEMA_TYPES: dict[str, qm.PayloadSchemaType] = {
+    "keyword": qm.PayloadSchemaType.KEYWORD,
+    "integer": qm.PayloadSchemaType.INTEGER,
+    "float": qm.PayloadSchemaType.FLOAT,
+    "bool": qm.PayloadSchemaType.BOOL,
+    "datetime": qm.PayloadSchemaType.DATETIME,
+}
+
+
+def _index_params(p: PayloadIndex) -> Any:
+    if p.is_tenant:
+        return qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD, is_tenant=True)
+    return _SCHEMA_TYPES[p.type]
+
+
+def _condition(c: Condition) -> qm.FieldCondition:
+    if isinstance(c, Match):
+        if isinstance(c.value, float):
+            return qm.FieldCondition(key=c.field, range=qm.Range(gte=c.value, lte=c.value))
+        return qm.FieldCondition(key=c.field, match=qm.MatchValue(value=c.value))
+    if isinstance(c, AnyOf):
+        values: Any = list(c.values)
+        return qm.FieldCondition(key=c.field, match=qm.MatchAny(any=values))
+    bounds: dict[str, Any] = {"gt": c.gt, "gte": c.gte, "lt": c.lt, "lte": c.lte}
+    if any(isinstance(v, str) for v in bounds.values()):
+        return qm.FieldCondition(key=c.field, range=qm.DatetimeRange(**bounds))
+    return qm.FieldCondition(key=c.field, range=qm.Range(**bounds))
+
+
+def _tenant_acl_filter(
+    tenant_id: str, identities: frozenset[str], extra: FilterSpec | None = None
+) -> qm.Filter:
+    must: list[Any] = [
+        qm.FieldCondition(key="tenant_id", match=qm.MatchValue(value=tenant_id)),
+        qm.FieldCondition(key="acl", match=qm.MatchAny(any=sorted(identities))),
+    ]
+    if extra is not None:
+        must.extend(_condition(c) for c in extra.conditions)
+    return qm.Filter(must=must)
+
+
+def _doc_filter(tenant_id: str, doc_id: str, first_ix: int | None = None) -> qm.Filter:
+    must: list[Any] = [
+        qm.FieldCondition(key="tenant_id", match=qm.MatchValue(value=tenant_id)),
+        qm.FieldCondition(key="doc_id", match=qm.MatchValue(value=doc_id)),
+    ]
+    if first_ix is not None:
+        must.append(qm.FieldCondition(key="chunk_ix", range=qm.Range(gte=first_ix)))
+    return qm.Filter(must=must)
+
+
+def search_requests(q: SearchQuery, flt: qm.Filter | None) -> list[qm.QueryRequest]:
+    """Same shape as Qdrant Edge's: the union of both top lists, rescored by each retriever."""
+    vectors: list[tuple[str, Any]] = []
+    if q.dense is not None and q.dense_weight > 0:
+        vectors.append((DENSE, list(q.dense)))
+    if q.sparse is not None and q.sparse.indices and q.sparse_weight > 0:
+        vectors.append((SPARSE, qm.SparseVector(indices=q.sparse.indices, values=q.sparse.values)))
+    if len(vectors) == 1:
+        using, vec = vectors[0]
+        return [
+            qm.QueryRequest(query=vec, using=using, filter=flt, limit=q.prefetch, with_payload=True)
+        ]
+    prefetch = [
+        qm.Prefetch(query=vec, using=using, filter=flt, limit=q.prefetch) for using, vec in vectors
+    ]
+    return [
+        qm.QueryRequest(
+            prefetch=prefetch,
+            query=vec,
+            using=using,
+            filter=flt,
+            limit=2 * q.prefetch,
+            with_payload=i == 0,
+        )
+        for i, (using, vec) in enumerate(vectors)
+    ]
+
+
+def hits_from_responses(q: SearchQuery, responses: Sequence[qm.QueryResponse]) -> list[Hit]:
+    if not responses:
+        return []
+    if len(responses) == 1:
+        key = DENSE_KEY if q.dense is not None and q.dense_weight > 0 else SPARSE_KEY
+        return [
+            hit_from_payload(p.id, p.score, p.payload or {}, {key: p.score})
+            for p in responses[0].points[: q.limit]
+        ]
+    bm25 = {str(p.id): p.score for p in responses[1].points}
+    hits = [
+        hit_from_payload(
+            p.id,
+            p.score,
+            p.payload or {},
+            {DENSE_KEY: p.score, SPARSE_KEY: bm25.get(str(p.id), 0.0)},
+        )
+        for p in responses[0].points
+    ]
+    return fuse(
+        hits,
+        method=q.fusion,
+        dense_weight=q.dense_weight,
+        sparse_weight=q.sparse_weight,
+        limit=q.limit,
+        rrf_k=q.rrf_k,
+    )
+
+
+def client_for(url: str, api_key: str = "", timeout: float = 10.0) -> AsyncQdrantClient:
+    """A server URL, or local mode for `:memory:` and directory paths."""
+    if url == ":memory:":
+        return AsyncQdrantClient(location=":memory:")
+    if url.startswith(("http://", "https://")):
+        return AsyncQdrantClient(url=url, api_key=api_key or None, timeout=int(timeout))
+    return AsyncQdrantClient(path=url)
+
+
+class QdrantIndex:
+    """The collection is created or brought up to date on first use (or by `open`), so the
+    adapter can be built outside an event loop like Qdrant Edge's."""
+
+    def __init__(
+        self, client: AsyncQdrantClient, collection: str, spec: CollectionSpec, *, local: bool
+    ) -> None:
+        self._client = client
+        self.collection = collection
+        self.spec = spec
+        self.local = local
+        self._ready_lock: asyncio.Lock | None = None
+        self._is_ready = False
+
+    @classmethod
+    def connect(
+        cls, url: str, collection: str, spec: CollectionSpec, *, api_key: str = ""
+    ) -> QdrantIndex:
+        local = not url.startswith(("http://", "https://"))
+        return cls(client_for(url, api_key), collection, spec, local=local)
+
+    @classmethod
+    async def open(
+        cls, url: str, collection: str, spec: CollectionSpec, *, api_key: str = ""
+    ) -> QdrantIndex:
+        """Connect, and create or bring up to date the collection described by `spec`."""
+        index = cls.connect(url, collection, spec, api_key=api_key)
+        try:
+            await index._ready()
+        except BaseException:
+            await index._client.close()
+            raise
+        return index
+
+    async def _ready(self) -> None:
+        if self._is_ready:
+            return
+        if self._ready_lock is None:
+            self._ready_lock = asyncio.Lock()
+        async with self._ready_lock:
+            if self._is_ready:
+                return
+            try:
+                await self._ensure(self.spec)
+            except UpstreamError:
+                raise
+            except Exception as exc:
+                raise UpstreamError(
+                    f"cannot open Qdrant collection {self.collection!r}: {type(exc).__name__}"
+                ) from exc
+            self._is_ready = True
+
+    async def _ensure(self, spec: CollectionSpec) -> None:
+        metadata = {"ragline_schema_version": SCHEMA_VERSION, "dim": spec.dim}
+        if not await self._client.collection_exists(self.collection):
+            quant = None
+            if spec.quantization.kind == "scalar_int8":
+                quant = qm.ScalarQuantization(
+                    scalar=qm.ScalarQuantizationConfig(
+                        type=qm.ScalarType.INT8,
+                        quantile=spec.quantization.quantile,
+                        always_ram=True,
+                    )
+                )
+            await self._client.create_collection(
+                self.collection,
+                vectors_config={DENSE: qm.VectorParams(size=spec.dim, distance=qm.Distance.COSINE)},
+                sparse_vectors_config={SPARSE: qm.SparseVectorParams(modifier=qm.Modifier.IDF)},
+                shard_number=spec.shards,
+                replication_factor=spec.replicas,
+                hnsw_config=qm.HnswConfigDiff(
+                    m=spec.hnsw.m,
+                    ef_construct=spec.hnsw.ef_construct,
+                    payload_m=spec.hnsw.payload_m,
+                    full_scan_threshold=spec.hnsw.full_scan_threshold_kb,
+                ),
+                quantization_config=quant,
+                metadata=metadata,
+            )
+            present: dict[str, str] = {}
+        else:
+            info = await self._client.get_collection(self.collection)
+            vectors = info.config.params.vectors
+            dense = vectors.get(DENSE) if isinstance(vectors, dict) else None
+            if dense is None or dense.size != spec.dim:
+                raise UpstreamError(
+                    f"Qdrant collection {self.collection!r} has no {spec.dim}-dimensional "
+                    f"`{DENSE}` vector: re-index into a new index.collection"
+                )
+            stored = (info.config.metadata or {}).get("ragline_schema_version", 0)
+            if int(stored) > SCHEMA_VERSION:
+                raise UpstreamError(
+                    f"Qdrant collection {self.collection!r} has schema version {stored}, newer "
+                    f"than this release ({SCHEMA_VERSION}): upgrade Ragline"
+                )
+            present = {k: str(v.data_type) for k, v in (info.payload_schema or {}).items()}
+        for p in missing_indexes(spec, present):
+            with warnings.catch_warnings():
+                # local mode warns that payload indexes have no effect there; servers use them
+                warnings.simplefilter("ignore", UserWarning)
+                await self._client.create_payload_index(
+                    self.collection, p.field, field_schema=_index_params(p), wait=True
+                )
+
+    async def upsert(self, chunks: Sequence[Chunk]) -> None:
+        if not chunks:
+            return
+        await self._ready()
+        points = [
+            qm.PointStruct(
+                id=point_id(c.tenant_id, c.doc_id, c.chunk_ix),
+                vector={
+                    DENSE: list(c.dense),
+                    SPARSE: qm.SparseVector(indices=c.sparse.indices, values=c.sparse.values),
+                },
+                payload=c.payload(),
+            )
+            for c in chunks
+        ]
+        await self._client.upsert(self.collection, points=points, wait=True)
+
+    async def delete_document(self, tenant_id: str, doc_id: str) -> None:
+        await self._ready()
+        await self._client.delete(
+            self.collection,
+            points_selector=qm.FilterSelector(filter=_doc_filter(tenant_id, doc_id)),
+            wait=True,
+        )
+
+    async def delete_chunks_from(self, tenant_id: str, doc_id: str, first_ix: int) -> None:
+        await self._ready()
+        await self._client.delete(
+            self.collection,
+            points_selector=qm.FilterSelector(filter=_doc_filter(tenant_id, doc_id, first_ix)),
+            wait=True,
+        )
+
+    async def search(self, query: SearchQuery) -> list[Hit]:
+        await self._ready()
+        flt = _tenant_acl_filter(query.tenant_id, query.identities, query.filter)
+        requests = search_requests(query, flt)
+        if not requests:
+            return []
+        try:
+            responses = await self._client.query_batch_points(self.collection, requests)
+        except Exception as exc:
+            raise UpstreamError(f"vector search failed: {type(exc).__name__}") from exc
+        return hits_from_responses(query, responses)
+
+    async def count(self, tenant_id: str) -> int:
+        await self._ready()
+        flt = qm.Filter(
+            must=[qm.FieldCondition(key="tenant_id", match=qm.MatchValue(value=tenant_id))]
+        )
+        result = await self._client.count(self.collection, count_filter=flt, exact=True)
+        return int(result.count)
+
+    async def optimize(self) -> None:
+        """A server builds its indexes in the background; nothing to do."""
+
+    async def flush(self) -> None:
+        """Writes are acknowledged after the WAL (`wait=True`); nothing to do."""
+
+    async def healthy(self) -> bool:
+        try:
+            await self._ready()
+            await self._client.get_collection(self.collection)
+        except Exception:
+            return False
+        return True
+
+    async def close(self) -> None:
+        await self._client.close()

@@ -1,0 +1,160 @@
+"""Context trimming: the retrieved hits made into the passages the generator sees.
+
+Runs before the sources are numbered, so `S1…Sn` in the `sources` event are exactly the passages
+the generator may cite and `done.citations` refers to the same ids.
+
+1. Near-duplicates are dropped (the same paragraph copied into two pages, a chunk and its
+   overlap): word-shingle Jaccard similarity against every passage already kept.
+2. Neighbours are merged: chunks of the same document that follow each other (chunk_ix n and
+   n+1) become one passage at the better-ranked one's place, in document order, with the
+   chunker's overlapping sentence said once.
+3. The token budget is filled in rank order; a passage that does not fit is cut at a sentence
+   boundary when enough room is left, else skipped; a smaller later passage may still fit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from service.index.protocol import Hit
+from service.text.sentences import split_sentences
+from service.text.tokenize import words
+
+CountTokens = Callable[[str], int]
+SHINGLE = 3
+MIN_CUT_TOKENS = 40
+
+
+def estimate_tokens(text: str) -> int:
+    """A tokenizer-free upper estimate: ~4/3 tokens per word, at least one per 4 characters."""
+    return max(len(text.split()) * 4 // 3, len(text) // 4, 1 if text else 0)
+
+
+def _shingles(text: str) -> set[tuple[str, ...]]:
+    w = words(text)
+    if len(w) < SHINGLE:
+        return {tuple(w)} if w else set()
+    return {tuple(w[i : i + SHINGLE]) for i in range(len(w) - SHINGLE + 1)}
+
+
+def jaccard(a: set[tuple[str, ...]], b: set[tuple[str, ...]]) -> float:
+    if not a or not b:
+        return 0.0
+    return len(a & b) / len(a | b)
+
+
+def drop_near_duplicates(hits: Sequence[Hit], threshold: float = 0.8) -> list[Hit]:
+    kept: list[Hit] = []
+    seen: list[set[tuple[str, ...]]] = []
+    for h in hits:
+        sh = _shingles(h.text)
+        if any(jaccard(sh, s) >= threshold for s in seen):
+            continue
+        kept.append(h)
+        seen.append(sh)
+    return kept
+
+
+def _join(a: str, b: str) -> str:
+    """`a` then `b`, without the sentences that end `a` and also start `b` (chunk overlap)."""
+    sa, sb = split_sentences(a), split_sentences(b)
+    for n in range(min(len(sa), len(sb)), 0, -1):
+        if [" ".join(s.split()) for s in sa[-n:]] == [" ".join(s.split()) for s in sb[:n]]:
+            return " ".join([*sa, *sb[n:]])
+    return f"{a} {b}"
+
+
+def _with_text(h: Hit, text: str, chunk_ix: int) -> Hit:
+    return Hit(
+        id=h.id,
+        doc_id=h.doc_id,
+        chunk_ix=chunk_ix,
+        score=h.score,
+        text=text,
+        title=h.title,
+        source_uri=h.source_uri,
+        lang=h.lang,
+        metadata=h.metadata,
+        scores=h.scores,
+    )
+
+
+def merge_neighbours(hits: Sequence[Hit]) -> list[Hit]:
+    """Adjacent chunks of one document become one passage, placed at the best one's rank."""
+    groups: list[list[Hit]] = []
+    for h in hits:
+        for g in groups:
+            if g[0].doc_id == h.doc_id and any(abs(x.chunk_ix - h.chunk_ix) == 1 for x in g):
+                g.append(h)
+                break
+        else:
+            groups.append([h])
+    # a chunk may bridge two groups made earlier (n and n+2 first, then n+1): join them
+    merged = True
+    while merged:
+        merged = False
+        for i, g in enumerate(groups):
+            for j in range(i + 1, len(groups)):
+                other = groups[j]
+                if g[0].doc_id == other[0].doc_id and any(
+                    abs(x.chunk_ix - y.chunk_ix) == 1 for x in g for y in other
+                ):
+                    g.extend(other)
+                    del groups[j]
+                    merged = True
+                    break
+            if merged:
+                break
+    out = []
+    for g in groups:
+        if len(g) == 1:
+            out.append(g[0])
+            continue
+        ordered = sorted(g, key=lambda x: x.chunk_ix)
+        text = ordered[0].text
+        for nxt in ordered[1:]:
+            text = _join(text, nxt.text)
+        out.append(_with_text(g[0], text, ordered[0].chunk_ix))
+    return out
+
+
+def _cut(text: str, room: int, count: CountTokens) -> str:
+    kept: list[str] = []
+    for sentence in split_sentences(text):
+        if count(" ".join([*kept, sentence])) > room:
+            break
+        kept.append(sentence)
+    return " ".join(kept)
+
+
+def fit_budget(hits: Sequence[Hit], budget: int, count: CountTokens = estimate_tokens) -> list[Hit]:
+    out: list[Hit] = []
+    used = 0
+    for h in hits:
+        size = count(h.text)
+        if used + size <= budget:
+            out.append(h)
+            used += size
+            continue
+        room = budget - used
+        if room >= MIN_CUT_TOKENS:
+            text = _cut(h.text, room, count)
+            if text:
+                out.append(_with_text(h, text, h.chunk_ix))
+                used += count(text)
+    return out
+
+
+def trim(
+    hits: Sequence[Hit],
+    *,
+    budget_tokens: int,
+    duplicate_threshold: float = 0.8,
+    merge: bool = True,
+    count: CountTokens = estimate_tokens,
+) -> list[Hit]:
+    """Dedupe, merge neighbours, fit the budget: the passages to number and generate from."""
+    out = drop_near_duplicates(hits, duplicate_threshold)
+    if merge:
+        out = merge_neighbours(out)
+    return fit_budget(out, budget_tokens, count)

@@ -1,0 +1,1 @@
+"""Second-phase rankers over the fused shortlist (a Reranker protocol, several backends)."""

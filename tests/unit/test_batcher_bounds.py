@@ -1,0 +1,83 @@
+"""The micro-batcher's bounds: batch size, queue length, and a caller that gives up."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from service.embed.batcher import MicroBatcher
+from service.embed.fake import HashEmbedder
+from service.embed.protocol import Vectors
+from service.errors import Overloaded
+
+pytestmark = pytest.mark.unit
+
+
+class Recording(HashEmbedder):
+    def __init__(self, gate: threading.Event | None = None) -> None:
+        super().__init__(dim=8)
+        self.sizes: list[int] = []
+        self.gate = gate
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        if self.gate is not None:
+            self.gate.wait(5)
+        self.sizes.append(len(texts))
+        return super().embed(texts)
+
+
+async def test_batches_never_exceed_max_batch() -> None:
+    emb = Recording()
+    batcher = MicroBatcher(emb, max_batch=4, max_wait_ms=20)
+    vecs = await asyncio.gather(*(batcher.embed(f"q {i}") for i in range(10)))
+    await batcher.close()
+    assert max(emb.sizes) <= 4 and sum(emb.sizes) == 10 and len(emb.sizes) >= 3
+    np.testing.assert_allclose(vecs[7], HashEmbedder(dim=8).embed(["q 7"])[0], atol=1e-6)
+
+
+async def test_a_full_queue_is_refused_not_grown() -> None:
+    gate = threading.Event()
+    batcher = MicroBatcher(Recording(gate), max_batch=1, max_wait_ms=0, max_queue=2)
+    first = asyncio.create_task(batcher.embed("busy"))  # taken by the worker, which blocks
+    await asyncio.sleep(0.05)
+    waiting = [asyncio.create_task(batcher.embed(f"w{i}")) for i in range(2)]
+    await asyncio.sleep(0)
+    with pytest.raises(Overloaded):
+        await batcher.embed("one too many")
+    gate.set()
+    await asyncio.gather(first, *waiting)
+    await batcher.close()
+
+
+async def test_a_caller_that_gives_up_does_not_break_the_batch() -> None:
+    gate = threading.Event()
+    emb = Recording(gate)
+    batcher = MicroBatcher(emb, max_batch=8, max_wait_ms=5)
+    blocker = asyncio.create_task(batcher.embed("first"))
+    await asyncio.sleep(0.05)
+    late = asyncio.create_task(batcher.embed("late"))
+    kept = asyncio.create_task(batcher.embed("kept"))
+    await asyncio.sleep(0.01)
+    late.cancel()
+    gate.set()
+    assert (await kept).shape == (8,)
+    await blocker
+    await batcher.close()
+
+
+async def test_without_a_wait_queries_that_arrive_while_busy_share_one_batch() -> None:
+    gate = threading.Event()
+    emb = Recording(gate)
+    batcher = MicroBatcher(emb, max_batch=8, max_wait_ms=0)
+    first = asyncio.create_task(batcher.embed("alone"))  # not held back for company
+    await asyncio.sleep(0.05)
+    rest = [asyncio.create_task(batcher.embed(f"q{i}")) for i in range(5)]
+    await asyncio.sleep(0.01)
+    gate.set()
+    await asyncio.gather(first, *rest)
+    await batcher.close()
+    assert emb.sizes == [1, 5]

@@ -1,0 +1,110 @@
+"""The retriever's bounds and degradations, with deterministic parts."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+
+import msgspec
+import pytest
+
+from service.config import Settings
+from service.embed.batcher import MicroBatcher
+from service.embed.fake import HashEmbedder
+from service.identity import Principal
+from service.index.protocol import Hit, SearchQuery
+from service.pipeline.budget import Budget
+from service.pipeline.retrieve import Retriever
+from service.rerank.stage import RerankStage
+
+pytestmark = pytest.mark.unit
+
+
+class FakeIndex:
+    def __init__(self) -> None:
+        self.queries: list[SearchQuery] = []
+
+    async def search(self, q: SearchQuery) -> list[Hit]:
+        self.queries.append(q)
+        return [
+            Hit(id=f"h{i}", doc_id=f"d{i}", chunk_ix=0, score=1.0 - i / 100, text=f"text {i}")
+            for i in range(q.limit)
+        ]
+
+
+class Reverse:
+    name = "reverse"
+
+    def __init__(self, delay: float = 0.0) -> None:
+        self.delay = delay
+
+    def score(self, query: str, hits: Sequence[Hit]) -> list[float]:
+        time.sleep(self.delay)
+        return [float(i) for i in range(len(hits))]
+
+
+def make(settings: Settings, reranker: RerankStage | None = None) -> tuple[Retriever, FakeIndex]:
+    index = FakeIndex()
+    batcher = MicroBatcher(HashEmbedder(dim=16), max_batch=4, max_wait_ms=1)
+    return Retriever(batcher, index, settings, reranker), index  # type: ignore[arg-type]
+
+
+PRINCIPAL = Principal(tenant_id="t", user_id="u")
+
+
+async def test_caps_on_prefetch_shortlist_and_k() -> None:
+    s = Settings()
+    s = msgspec.structs.replace(
+        s, retrieval=msgspec.structs.replace(s.retrieval, prefetch=40, shortlist=25)
+    )
+    retriever, index = make(s, RerankStage(Reverse(), max_candidates=10))
+    hits = await retriever.retrieve(
+        PRINCIPAL, "hello world", filters=None, top_k=5, budget=Budget(800)
+    )
+    q = index.queries[0]
+    assert (q.prefetch, q.limit, len(hits)) == (40, 25, 5)
+    assert q.fusion == s.retrieval.fusion and q.dense is not None
+    # the reranker reversed the first 10 of the shortlist
+    assert [h.id for h in hits] == ["h9", "h8", "h7", "h6", "h5"]
+    await retriever.batcher.close()
+
+
+async def test_non_latin_queries_lean_on_bm25() -> None:
+    retriever, index = make(Settings())
+    await retriever.retrieve(
+        PRINCIPAL, "कार्यालय कब खुलता है", filters=None, top_k=3, budget=Budget(800)
+    )
+    await retriever.retrieve(
+        PRINCIPAL, "when does the office open", filters=None, top_k=3, budget=Budget(800)
+    )
+    hindi, english = index.queries
+    r = Settings().retrieval
+    assert hindi.dense_weight == r.non_latin_dense_weight < english.dense_weight == r.dense_weight
+    await retriever.batcher.close()
+
+
+async def test_late_rerank_keeps_fused_order_and_says_so() -> None:
+    s = Settings()
+    s = msgspec.structs.replace(s, budget=msgspec.structs.replace(s.budget, rerank_ms=20))
+    retriever, _ = make(s, RerankStage(Reverse(delay=0.3)))
+    budget = Budget(800)
+    hits = await retriever.retrieve(PRINCIPAL, "hello", filters=None, top_k=3, budget=budget)
+    assert [h.id for h in hits] == ["h0", "h1", "h2"]
+    assert budget.degraded == ["rerank_timeout"]
+    await asyncio.sleep(0.35)
+    await retriever.batcher.close()
+
+
+async def test_busy_reranker_is_skipped_not_queued_without_bound() -> None:
+    stage = RerankStage(Reverse(delay=0.2), max_pending=1)
+    s = Settings()
+    s = msgspec.structs.replace(s, budget=msgspec.structs.replace(s.budget, rerank_ms=1000))
+    retriever, _ = make(s, stage)
+    budgets = [Budget(2000), Budget(2000)]
+    results = await asyncio.gather(
+        *(retriever.retrieve(PRINCIPAL, "q", filters=None, top_k=2, budget=b) for b in budgets)
+    )
+    assert sorted(b.degraded for b in budgets) == [[], ["rerank_busy"]]
+    assert all(len(r) == 2 for r in results)
+    await retriever.batcher.close()

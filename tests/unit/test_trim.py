@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+import pytest
+
+from service.index.protocol import Hit
+from service.pipeline.answer import number_sources
+from service.pipeline.trim import (
+    drop_near_duplicates,
+    estimate_tokens,
+    fit_budget,
+    merge_neighbours,
+    trim,
+)
+
+pytestmark = pytest.mark.unit
+
+
+def hit(doc: str, ix: int, text: str, score: float = 1.0) -> Hit:
+    return Hit(id=f"{doc}#{ix}", doc_id=doc, chunk_ix=ix, score=score, text=text, title=doc)
+
+
+A0 = "Deploys run on Tuesdays. Keys rotate at noon. Only the platform team may trigger it."
+A1 = "Only the platform team may trigger it. Rollbacks take five minutes."
+B0 = "The office opens at nine. Visitors sign in at the desk."
+
+
+def test_near_duplicates_are_dropped_keeping_the_better_ranked() -> None:
+    copy = hit("mirror", 0, A0.replace("noon", "noon today"))
+    out = drop_near_duplicates([hit("a", 0, A0), copy, hit("b", 0, B0)], threshold=0.6)
+    assert [h.doc_id for h in out] == ["a", "b"]
+    assert len(drop_near_duplicates([hit("a", 0, A0), hit("b", 0, B0)])) == 2
+
+
+def test_neighbours_merge_in_document_order_without_the_overlap() -> None:
+    out = merge_neighbours([hit("a", 1, A1, 0.9), hit("b", 0, B0, 0.8), hit("a", 0, A0, 0.7)])
+    assert [h.doc_id for h in out] == ["a", "b"]
+    merged = out[0]
+    assert merged.id == "a#1" and merged.chunk_ix == 0 and merged.score == 0.9
+    assert merged.text.count("Only the platform team may trigger it.") == 1
+    assert merged.text.startswith("Deploys") and merged.text.endswith("five minutes.")
+
+
+def test_chunks_bridged_later_join_one_passage() -> None:
+    out = merge_neighbours([hit("a", 0, "One."), hit("a", 2, "Three."), hit("a", 1, "Two.")])
+    assert len(out) == 1 and out[0].text == "One. Two. Three."
+
+
+def test_far_apart_chunks_stay_apart() -> None:
+    assert len(merge_neighbours([hit("a", 0, "One."), hit("a", 5, "Six.")])) == 2
+
+
+def test_budget_is_filled_in_rank_order_and_cut_at_sentences() -> None:
+    long = " ".join(f"Sentence number {i} says something." for i in range(60))
+    out = fit_budget([hit("a", 0, B0), hit("b", 0, long), hit("c", 0, "Short tail.")], budget=120)
+    assert [h.doc_id for h in out][:2] == ["a", "b"]  # "c" only if it fits what is left
+    assert sum(estimate_tokens(h.text) for h in out) <= 120
+    assert out[1].text.endswith("says something.") and out[1].text != long
+    tiny = fit_budget([hit("a", 0, long), hit("c", 0, "Short tail.")], budget=30)
+    assert [h.doc_id for h in tiny] == ["c"]
+
+
+def test_citation_ids_follow_the_trimmed_passages() -> None:
+    hits = [hit("a", 0, A0), hit("a", 1, A1), hit("b", 0, B0), hit("b", 0, B0)]
+    sources = number_sources(trim(hits, budget_tokens=1000))
+    assert [(s.id, s.doc_id) for s in sources] == [("S1", "a"), ("S2", "b")]
