@@ -13,6 +13,7 @@ import msgspec
 
 from indexing.loaders import Selection, estimate_documents, list_sources, prune_scope, read_sources
 from indexing.progress import BarProgress, print_rows, show_summary
+from service import telemetry
 from service.cli import emit
 from service.config import Settings
 from service.ingest.documents import LoadError
@@ -49,12 +50,15 @@ async def open_indexer(settings: Settings, *, dry_run: bool = False) -> tuple[In
     from service.embed.loader import load_embedder
 
     limit_native_threads(settings.embedder.threads)
-    embedder = await asyncio.to_thread(load_embedder, settings)
-    pool = await open_pool(settings)
+    with telemetry.span("load_embedder"):
+        embedder = await asyncio.to_thread(load_embedder, settings)
+    with telemetry.span("open_database"):
+        pool = await open_pool(settings)
     index = None
     if not dry_run:
         try:
-            index = await asyncio.to_thread(open_index, settings, embedder.dim)
+            with telemetry.span("open_index"):
+                index = await asyncio.to_thread(open_index, settings, embedder.dim)
         except BaseException:
             await pool.close()
             raise
@@ -97,7 +101,10 @@ async def index_add(
     try:
         total = estimate_documents(sources) + len(missing)
         label = "planning" if args.dry_run else "indexing"
-        with BarProgress(total, label, enabled=None if enabled else False) as bar:
+        with (
+            BarProgress(total, label, enabled=None if enabled else False) as bar,
+            telemetry.span("sync", paths=len(args.paths)),
+        ):
             return await indexer.add(
                 args.tenant,
                 docs(),
@@ -175,7 +182,8 @@ def cmd_index_rm(args: argparse.Namespace, settings: Settings) -> int:
     async def go() -> Summary:
         indexer, close = await open_indexer(settings, dry_run=args.dry_run)
         try:
-            return await indexer.remove(args.tenant, args.doc_ids, dry_run=args.dry_run)
+            with telemetry.span("sync", doc_ids=len(args.doc_ids)):
+                return await indexer.remove(args.tenant, args.doc_ids, dry_run=args.dry_run)
         finally:
             await close()
 

@@ -15,7 +15,7 @@ import msgspec
 import uvicorn
 
 from service.generate.extractive import ExtractiveGenerator
-from service.generate.protocol import Passage
+from service.generate.protocol import GenerationRecord, Passage
 
 TEST_REDIS_URL = os.environ.get("RAGLINE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 
@@ -32,7 +32,13 @@ class CountingGenerator:
         self.calls = 0
 
     async def stream(
-        self, question: str, passages: Sequence[Passage], *, max_tokens: int
+        self,
+        question: str,
+        passages: Sequence[Passage],
+        *,
+        max_tokens: int,
+        context: str = "",
+        record: GenerationRecord | None = None,
     ) -> AsyncIterator[str]:
         self.calls += 1
         if self.delay:

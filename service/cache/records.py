@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import msgspec
 
+from service import telemetry
 from service.pipeline.events import Done, Event, Source, Sources, Token, Usage
 
 
@@ -16,6 +17,7 @@ class AnswerRecord(msgspec.Struct, kw_only=True):
     citations: list[str]
     usage: Usage
     degraded: list[str] = msgspec.field(default_factory=list)
+    groundedness: float | None = None
 
 
 record_decoder = msgspec.json.Decoder(AnswerRecord)
@@ -42,13 +44,16 @@ class Recorder:
                 citations=event.citations,
                 usage=event.usage,
                 degraded=event.degraded,
+                groundedness=event.groundedness,
             )
 
 
 def replay(record: AnswerRecord, timings_ms: dict[str, float]) -> Iterator[Event]:
     """`sources`, the same `token` pieces, and `done` (with this request's own timings)."""
     yield Sources(sources=record.sources)
-    for piece in record.pieces:
+    for n, piece in enumerate(record.pieces):
+        if n == 0:
+            telemetry.first_token()  # a replay's first token counts in TTFT like any other
         yield Token(text=piece)
     yield Done(
         answer=record.answer,
@@ -56,4 +61,5 @@ def replay(record: AnswerRecord, timings_ms: dict[str, float]) -> Iterator[Event
         usage=record.usage,
         timings_ms=timings_ms,
         degraded=list(record.degraded),
+        groundedness=record.groundedness,
     )

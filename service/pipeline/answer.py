@@ -79,14 +79,10 @@ class AnswerPipeline:
         grounder: Grounder | None = None,
     ) -> None:
         self.retriever = retriever
-        if not isinstance(generator, GeneratorRouter):
-            fallback = fallback or ExtractiveGenerator(settings.generator.max_sentences)
-            generator = GeneratorRouter(
-                {generator.name: generator, fallback.name: fallback},
-                default=[generator.name, fallback.name],
-            )
-        self.router = generator
         self.settings = settings
+        if not isinstance(generator, GeneratorRouter):
+            generator = self._chain_of(generator, fallback)
+        self.router = generator
         self.grounder = grounder or Grounder.from_settings(settings.grounding, None)
 
     async def prepare(
@@ -186,10 +182,24 @@ class AnswerPipeline:
             groundedness=grounded,
         )
 
+    def _chain_of(self, generator: Generator, fallback: Generator | None = None) -> GeneratorRouter:
+        fallback = fallback or ExtractiveGenerator(self.settings.generator.max_sentences)
+        if fallback.name == generator.name:  # e.g. an extractive generator of one's own
+            return GeneratorRouter({generator.name: generator}, default=[generator.name])
+        return GeneratorRouter(
+            {generator.name: generator, fallback.name: fallback},
+            default=[generator.name, fallback.name],
+        )
+
     @property
     def generator(self) -> Generator:
         """The default chain's primary: what answer caching checks for determinism."""
         return self.router.chain()[0][0]
+
+    @generator.setter
+    def generator(self, generator: Generator) -> None:
+        """Answer with `generator` first and the extractive fallback after it."""
+        self.router = self._chain_of(generator)
 
     def version(self, tenant_id: str = "", request_class: str = "answer") -> str:
         """What shapes an answer besides the data (prompt and generator chain): for cache keys."""

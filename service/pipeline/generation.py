@@ -46,10 +46,11 @@ async def generate(
         attempt = GenerationRecord()
         it = gen.stream(question, passages, max_tokens=max_tokens, context=context, record=attempt)
         try:
-            if getattr(gen, "instant", False):
-                first = await anext(it, None)
+            if getattr(gen, "instant", False):  # no model: no deadline, still a span
+                async with budget.timed("generate_first_token", generator=gen.name):
+                    first = await anext(it, None)
             else:
-                async with budget.stage(f"first_token_{gen.name}", first_token_ms):
+                async with budget.stage("generate_first_token", first_token_ms, generator=gen.name):
                     first = await anext(it, None)
         except TimeoutError:
             await it.aclose()  # type: ignore[attr-defined]

@@ -206,7 +206,7 @@ class SlowTokens:
         self.calls = 0
         self.aborted = asyncio.Event()
 
-    async def stream(self, question: str, passages: Any, *, max_tokens: int) -> Any:
+    async def stream(self, question: str, passages: Any, *, max_tokens: int, **_: Any) -> Any:
         self.calls += 1
         try:
             for i in range(100):

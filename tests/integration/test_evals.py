@@ -188,7 +188,8 @@ async def test_done_carries_the_groundedness_of_the_answer(
 ) -> None:
     observed: list[float] = []
     eval_runtime.pipeline.grounder.add_observer(observed.append)
-    query = {"query": "Which party is strongest in Victoria's northwestern and eastern regions?"}
+    # a question no other test asks, so the first answer is computed (not an answer-cache hit)
+    query = {"query": "Which party is the strongest one in Victoria's northwestern regions?"}
     async with httpx.AsyncClient(base_url=eval_server, timeout=60) as client:
         events = await sse_events(client, smoke_key, query)
         resp = await client.post(
@@ -200,7 +201,8 @@ async def test_done_carries_the_groundedness_of_the_answer(
     assert isinstance(grounded, float) and 0.5 < grounded <= 1.0  # extractive: copied text
     assert "grounding" in done[1]["timings_ms"]
     assert resp.status_code == 200 and resp.json()["groundedness"] == grounded
-    assert observed[-2:] == [grounded, grounded]
+    # the repeat is an answer-cache hit: the score is replayed with it, not computed again
+    assert resp.json()["cache"] == "hit" and observed[-1:] == [grounded]
 
 
 def _record_class(seen: list[str]) -> Any:

@@ -210,9 +210,10 @@ async def test_metrics_move_after_real_requests(
     ) as resp:
         await resp.aread()
         rids.append(resp.headers["x-request-id"])
+    # distinct questions: a cache hit would (rightly) skip the embed and search stages
     for body, path in (
-        ({"query": QUERY, "stream": False}, "/v1/answer"),
-        ({"query": QUERY, "top_k": 2}, "/v1/search"),
+        ({"query": QUERY + " Briefly?", "stream": False}, "/v1/answer"),
+        ({"query": QUERY + " Sources?", "top_k": 2}, "/v1/search"),
     ):
         resp = await client.post(path, json=body, headers=auth(traced.key))
         assert resp.status_code == 200

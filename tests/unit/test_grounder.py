@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from service.config import GroundingSettings, load_settings
-from service.generate.protocol import Passage
+from service.generate.protocol import GenerationRecord, Passage
 from service.grounding import GroundednessScorer
 from service.index.protocol import Hit
 from service.pipeline.answer import AnswerPipeline, Prepared, number_sources
@@ -72,7 +72,13 @@ class ListGenerator:
         self.pieces = pieces
 
     async def stream(
-        self, question: str, passages: Sequence[Passage], *, max_tokens: int
+        self,
+        question: str,
+        passages: Sequence[Passage],
+        *,
+        max_tokens: int,
+        context: str = "",
+        record: GenerationRecord | None = None,
     ) -> AsyncIterator[str]:
         for piece in self.pieces:
             yield piece
