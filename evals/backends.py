@@ -18,7 +18,7 @@ import httpx
 import msgspec
 
 from service.config import Settings
-from service.errors import RaglineError
+from service.errors import InvalidRequest, RaglineError
 from service.identity import Principal
 from service.pipeline.answer import AnswerPipeline
 from service.pipeline.budget import Budget
@@ -155,8 +155,11 @@ class InProcessBackend:
         self.target = target or f"state dir {settings.state_dir}"
 
     def _top_k(self, asked: int | None) -> int:
+        """As the routes decide it (a `top_k` above the maximum is refused there too)."""
         r = self.settings.retrieval
-        return min(asked or r.top_k, r.max_top_k)
+        if asked is not None and asked > r.max_top_k:
+            raise InvalidRequest(f"top_k: at most {r.max_top_k}", code="invalid_body")
+        return asked or r.top_k
 
     async def search(self, query: str, top_k: int) -> Ranking:
         budget = Budget(self.settings.budget.ttft_ms)

@@ -314,6 +314,14 @@ def publish(
                 f"indexed in tenant {s.tenant}? (ragline eval prepare {s.name})",
                 file=sys.stderr,
             )
+    for s in report.suites:
+        hits = s.metrics.get("cache.hit_rate")
+        if hits:
+            print(
+                f"ragline eval: note: {hits:.0%} of {s.name}'s answers came from the answer cache "
+                "(asked before against the same index): their latency is not a cold answer's",
+                file=sys.stderr,
+            )
     if all(q.error for q in report.questions) and report.questions:
         print(f"ragline eval: every question failed: {report.questions[0].error}", file=sys.stderr)
         return 1

@@ -2,8 +2,8 @@
 
     python -m evals.compare A.json B.json
 
-Prints, per suite, every quality metric (everything but latency, throughput, degradations and
-index timings) that differs, and per question any answer or ranking that differs. Exit code 0
+Prints, per suite, every quality metric (everything but latency, throughput, degradations, cache
+hits and index timings) that differs, and per question any answer or ranking that differs. Exit 0
 when all are identical, 1 otherwise.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from evals.results import Metrics, Report, read_report
 
-NOT_QUALITY = ("latency.", "throughput.", "degraded.")
+NOT_QUALITY = ("latency.", "throughput.", "degraded.", "cache.")
 
 
 def quality(metrics: Metrics) -> Metrics:

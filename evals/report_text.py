@@ -35,6 +35,7 @@ HEADLINE = (
     "tokens.completion.mean",
     "errors.rate",
     "degraded.rate",
+    "cache.hit_rate",
     "acl.violations",
     "count.questions",
 )

@@ -79,6 +79,9 @@ def aggregate(results: Sequence[QuestionResult]) -> Metrics:
     out["tokens.completion.total"] = float(sum(r.completion_tokens for r in answered))
     out["tokens.prompt.mean"] = mean([r.prompt_tokens for r in answered]) if answered else None
     out.setdefault("acl.violations", float(sum(len(r.acl_violations) for r in results)))
+    out["cache.hit_rate"] = (
+        sum(r.cache == "hit" for r in answered) / len(answered) if answered else None
+    )
     out["count.questions"] = float(n)
     out["count.abstained"] = float(sum(r.abstained for r in results))
     return out
