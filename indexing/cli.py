@@ -14,7 +14,7 @@ import msgspec
 from indexing.loaders import Selection, estimate_documents, list_sources, prune_scope, read_sources
 from indexing.progress import BarProgress, print_rows, show_summary
 from service import telemetry
-from service.cli import emit
+from service.cli import command_group, emit
 from service.config import Settings
 from service.ingest.documents import LoadError
 from service.ingest.pipeline import Indexer, IngestOptions
@@ -336,16 +336,6 @@ def _remote_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--key", help="its API key, index scope (better: RAGLINE_INDEXING_KEY)")
 
 
-def subparsers_of(sub: Any, name: str, help_text: str) -> Any:
-    """The sub-command group `name` (e.g. `bench`), created unless another package made it."""
-    existing = sub.choices.get(name)
-    if existing is not None:
-        for action in existing._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                return action
-    return sub.add_parser(name, help=help_text).add_subparsers(dest="sub", required=True)
-
-
 def register(sub: Any) -> None:
     index = sub.add_parser("index", help="add, remove, list documents; show status")
     cmds = index.add_subparsers(dest="sub", required=True)
@@ -388,7 +378,7 @@ def register(sub: Any) -> None:
 
     from indexing.bench import register_bench
 
-    register_bench(subparsers_of(sub, "bench", "benchmarks"))
+    register_bench(command_group(sub, "bench", "benchmarks"))
 
     demo = sub.add_parser("demo", help="index the sample corpus for tenant 'demo' and serve it")
     demo.add_argument("--host")

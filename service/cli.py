@@ -150,6 +150,18 @@ def cmd_keys_ls(args: argparse.Namespace, settings: Settings) -> int:
     return run_async(lambda: with_pool(settings, go))
 
 
+def command_group(sub: Any, name: str, help_text: str) -> Any:
+    """The sub-command group `name` (e.g. `bench`), created by the first package that asks and
+    reused by the others, so several packages can add commands to one group."""
+    existing = sub.choices.get(name)
+    if existing is not None:
+        for action in existing._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                return action
+        return existing.add_subparsers(dest="sub", required=True)
+    return sub.add_parser(name, help=help_text).add_subparsers(dest="sub", required=True)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ragline", description=__doc__.split("\n")[0])
     parser.add_argument("--config", help="TOML settings file (also RAGLINE_CONFIG)")

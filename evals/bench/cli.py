@@ -6,25 +6,14 @@ others add their sub-commands to it.
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
 from evals.bench import retrieval
-
-
-def bench_subparsers(sub: Any) -> Any:
-    """The sub-command action of `ragline bench`, made on first use and reused afterwards."""
-    bench = sub.choices.get("bench")
-    if bench is None:
-        bench = sub.add_parser("bench", help="benchmarks (retrieval quality and latency, …)")
-    for action in bench._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return action
-    return bench.add_subparsers(dest="bench", required=True)
+from service.cli import command_group
 
 
 def register(sub: Any) -> None:
-    benches = bench_subparsers(sub)
+    benches = command_group(sub, "bench", "benchmarks")
     if "retrieval" in benches.choices:
         return
     p = benches.add_parser(

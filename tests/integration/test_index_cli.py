@@ -82,13 +82,13 @@ async def test_index_add_status_ls_and_exit_codes(
 def test_bench_group_is_shared_with_other_packages() -> None:
     import argparse
 
-    from indexing.cli import subparsers_of
+    from service.cli import command_group
 
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command")
     other = sub.add_parser("bench").add_subparsers(dest="sub")
     other.add_parser("retrieval")
-    same = subparsers_of(sub, "bench", "benchmarks")
+    same = command_group(sub, "bench", "benchmarks")
     same.add_parser("index")
     assert set(same.choices) == {"retrieval", "index"}
 
