@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import fcntl
 import json
+import logging
 import os
 import platform
 import secrets
@@ -323,7 +324,7 @@ async def measure(
     )
     log_path = work / "requests.log"
     with log_path.open("w", encoding="utf-8") as log_stream:
-        logs.install("json", "INFO", stream=log_stream)
+        handler = logs.install("json", "INFO", stream=log_stream)
         runtime = await Runtime.open(settings)
         tel_on, tel_off = Telemetry(on), Telemetry(off)
         assert tel_on.enabled and not tel_off.enabled
@@ -345,6 +346,7 @@ async def measure(
                     scrape = (await c.get(f"{on_url}/metrics")).text
         finally:
             await runtime.close()
+            logging.getLogger().removeHandler(handler)
     async with httpx.AsyncClient() as c:
         exported = (await c.get(sink_url)).json()
     with log_path.open(encoding="utf-8") as f:

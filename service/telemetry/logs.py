@@ -107,11 +107,15 @@ def make_handler(stream: IO[str] | None = None, fmt: str = "json") -> logging.Ha
     return handler
 
 
-def install(fmt: str = "json", level: str = "INFO", stream: IO[str] | None = None) -> None:
+def install(
+    fmt: str = "json", level: str = "INFO", stream: IO[str] | None = None
+) -> logging.Handler:
     """Route every logger through one redacting handler on the root logger (idempotent)."""
     root = logging.getLogger()
     for h in list(root.handlers):
         if getattr(h, _INSTALLED, False):
             root.removeHandler(h)
-    root.addHandler(make_handler(stream, fmt))
+    handler = make_handler(stream, fmt)
+    root.addHandler(handler)
     root.setLevel(level)
+    return handler
