@@ -15,6 +15,10 @@ from typing import Any, Literal
 import msgspec
 
 ENV_PREFIX = "RAGLINE_"
+# `RAGLINE_*` variables read by tools around the service, not settings (tests use RAGLINE_TEST_*)
+NOT_SETTINGS = frozenset(
+    {"RAGLINE_CONFIG", "RAGLINE_SHARED_DATA", "RAGLINE_VLLM_HOME", "RAGLINE_VLLM_PYTHON"}
+)
 
 
 class ConfigError(Exception):
@@ -369,7 +373,7 @@ def _env_overrides(environ: Mapping[str, str]) -> tuple[dict[str, dict[str, Any]
     tree: dict[str, dict[str, Any]] = {}
     origin: dict[str, str] = {}
     for var, raw in environ.items():
-        if not var.startswith(ENV_PREFIX) or var == "RAGLINE_CONFIG":
+        if not var.startswith(ENV_PREFIX) or var in NOT_SETTINGS or var.startswith("RAGLINE_TEST_"):
             continue
         rest = var[len(ENV_PREFIX) :].lower()
         for name, cls in sections.items():

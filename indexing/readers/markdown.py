@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,19 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
     return meta, rest.split("\n", 1)[1] if "\n" in rest else ""
 
 
+def _json_safe(value: Any) -> Any:
+    """YAML turns `2024-05-01` into a date: keep it as ISO 8601 text (a datetime field)."""
+    if isinstance(value, dt.datetime):
+        return (value if value.tzinfo else value.replace(tzinfo=dt.UTC)).isoformat()
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_safe(v) for v in value]
+    return value
+
+
 def first_heading(text: str) -> str:
     for line in text.splitlines():
         if line.startswith("# "):
@@ -51,7 +65,7 @@ def read_markdown(path: Path, doc_id: str) -> SourceDoc:
         source_uri=str(path),
         lang=lang,
         acl=acl,
-        metadata=dict(metadata),
+        metadata=_json_safe(dict(metadata)),
         markdown=True,
         origin=str(path),
     )

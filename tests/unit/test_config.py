@@ -49,3 +49,12 @@ def test_bad_toml_names_the_file(tmp_path: Path) -> None:
     cfg.write_text("[server\n")
     with pytest.raises(ConfigError, match=r"bad\.toml"):
         load_settings(cfg, environ={})
+
+
+def test_tool_variables_are_not_settings() -> None:
+    env = {
+        "RAGLINE_SHARED_DATA": "/data",
+        "RAGLINE_TEST_REDIS_URL": "redis://x",
+        "RAGLINE_CONFIG": "",
+    }
+    assert load_settings(environ=env).server.port == 8000

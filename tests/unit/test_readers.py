@@ -96,3 +96,16 @@ def test_language_detection() -> None:
     assert detect_lang(mixed) == "hi"  # Latin code words do not make a Hindi page English
     marathi = "माझे नाव राहुल आहे आणि मी पुण्यात राहतो. मला मराठी भाषा खूप आवडते आणि मी रोज वाचतो."
     assert detect_lang(marathi) == "mr"
+
+
+def test_yaml_dates_in_front_matter_become_iso_text(tmp_path: Path) -> None:
+    import msgspec
+
+    from indexing.readers.markdown import read_markdown
+
+    path = write(
+        tmp_path, "d.md", "---\npublished: 2024-05-01\nat: 2024-05-01 10:30:00\n---\n# T\n\nx\n"
+    )
+    doc = read_markdown(path, "d.md")
+    assert doc.metadata == {"published": "2024-05-01", "at": "2024-05-01T10:30:00+00:00"}
+    msgspec.json.encode(doc.metadata)  # what the registry stores as jsonb
