@@ -12,6 +12,7 @@ import asyncio
 import json
 import time
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
 import httpx
@@ -19,9 +20,11 @@ import msgspec
 
 from service.config import Settings
 from service.errors import InvalidRequest, RaglineError
+from service.generate.caps import output_cap
 from service.identity import Principal
-from service.pipeline.answer import AnswerPipeline
+from service.index.filters import FilterSpec
 from service.pipeline.budget import Budget
+from service.pipeline.events import Event
 from service.pipeline.retrieve import Retriever
 
 BATCH_CLASS_HEADER = "X-Ragline-Class"
@@ -135,21 +138,39 @@ def _texts(hits: list[dict[str, Any]]) -> dict[str, str]:
     return {d: "\n".join(parts) for d, parts in texts.items()}
 
 
+class Answers(Protocol):
+    """What the answer route calls: `runtime.answers` (the cached pipeline) or a bare
+    `AnswerPipeline` (tests build broken ones)."""
+
+    async def prepare(
+        self,
+        principal: Principal,
+        query: str,
+        *,
+        filters: FilterSpec | None,
+        top_k: int,
+        max_tokens: int,
+        request_id: str,
+    ) -> Any: ...
+
+    def events(self, prepared: Any) -> AsyncIterator[Event]: ...
+
+
 class InProcessBackend:
-    """Calls the retriever and the answer pipeline directly, as the routes do."""
+    """Calls the retriever and the answer pipeline as the routes do, without HTTP."""
 
     mode = "in-process"
 
     def __init__(
         self,
         retriever: Retriever,
-        pipeline: AnswerPipeline,
+        answers: Answers,
         settings: Settings,
         principal: Principal,
         target: str = "",
     ) -> None:
         self.retriever = retriever
-        self.pipeline = pipeline
+        self.answers = answers
         self.settings = settings
         self.principal = principal
         self.target = target or f"state dir {settings.state_dir}"
@@ -176,16 +197,17 @@ class InProcessBackend:
 
     async def answer(self, query: str, top_k: int | None, max_tokens: int | None) -> Observation:
         collect = Collector()
+        cap = output_cap(self.settings.generator, self.principal.tenant_id, max_tokens)
         try:
-            prepared = await self.pipeline.prepare(
+            prepared = await self.answers.prepare(
                 self.principal,
                 query,
                 filters=None,
                 top_k=self._top_k(top_k),
-                max_tokens=min(max_tokens or self.settings.generator.max_tokens, 4096),
+                max_tokens=cap,
                 request_id=uuid.uuid4().hex,
             )
-            async for event in self.pipeline.events(prepared):
+            async for event in self.answers.events(prepared):
                 name = str(type(event).__struct_config__.tag)
                 collect.feed(name, msgspec.to_builtins(event))
         except RaglineError as exc:

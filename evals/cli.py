@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import msgspec
 
 from evals.backends import Backend, HttpBackend, InProcessBackend
@@ -28,11 +29,12 @@ from evals.embedcache import CachedEmbed
 from evals.gates import apply_gates
 from evals.groundedness import GroundednessScorer
 from evals.judge import Judge
-from evals.prepare import make_key, principal, sync_corpus
+from evals.prepare import RemoteIndexError, make_key, principal, remote_sync, sync_corpus
 from evals.results import Report, read_report, write_report
 from evals.runner import Progress, SuiteRun, finish, run_info
 from evals.suite import SUITES_DIR, Suite, SuiteError, load_suite
 from service.config import Settings
+from service.ingest.summary import Summary
 from service.runtime import Runtime
 
 GATE_FAILED = 3
@@ -43,6 +45,8 @@ class Options(msgspec.Struct, kw_only=True):
     url: str = ""
     keys: dict[str, str] = msgspec.field(default_factory=dict)
     """Suite name -> key; "" is the key for every suite."""
+    index_keys: dict[str, str] = msgspec.field(default_factory=dict)
+    """With `url`: `index`-scope keys to index each suite's corpus through the service first."""
     tenant: str | None = None
     concurrency: int = 4
     scorer: str = "embedding"
@@ -155,24 +159,19 @@ async def evaluate(
             else:
                 assert rt is not None
                 backend = InProcessBackend(
-                    rt.retriever, rt.pipeline, settings, principal(suite, tenant), target
+                    rt.retriever, rt.answers, settings, principal(suite, tenant), target
                 )
+            index_key = opts.index_keys.get(suite.name) or opts.index_keys.get("")
+            if opts.url and index_key and opts.index and suite.corpus_path is not None:
+                update(f"{suite.name} index", 0, 1)
+                summary = await remote_sync(suite, opts.url, index_key)
+                update(f"{suite.name} index", 1, 1)
+                index = _index_counts(summary)
             if rt is not None and opts.index and suite.corpus_path is not None and not opts.url:
                 update(f"{suite.name} index", 0, 1)
                 summary = await sync_corpus(suite, tenant, rt.pool, rt.index, rt.embedder)
                 update(f"{suite.name} index", 1, 1)
-                index = {
-                    k: getattr(summary, k)
-                    for k in (
-                        "added",
-                        "updated",
-                        "unchanged",
-                        "removed",
-                        "failed",
-                        "chunks",
-                        "seconds",
-                    )
-                }
+                index = _index_counts(summary)
             try:
                 run = SuiteRun(
                     suite,
@@ -196,6 +195,11 @@ async def evaluate(
         if own_runtime and rt is not None:
             await rt.close()
     return finish(info, parts, t0)
+
+
+def _index_counts(summary: Summary) -> dict[str, float | int]:
+    keys = ("added", "updated", "unchanged", "removed", "failed", "chunks", "seconds")
+    return {k: getattr(summary, k) for k in keys}
 
 
 def gate(report: Report, suites: list[Suite], baseline: Report | None) -> bool:
@@ -229,6 +233,7 @@ def options(args: argparse.Namespace) -> Options:
     return Options(
         url=args.url or "",
         keys=_keys(args.key),
+        index_keys=_keys(args.index_key),
         tenant=args.tenant,
         concurrency=args.concurrency,
         scorer=args.scorer,
@@ -287,6 +292,9 @@ async def run_command_async(
     except SuiteError as exc:
         print(f"ragline eval: {exc}", file=sys.stderr)
         return 2
+    except (RemoteIndexError, httpx.TransportError) as exc:
+        print(f"ragline eval: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
     return publish(report, suites, baseline, args)
 
 
@@ -396,6 +404,12 @@ def register(sub: Any) -> None:
         action="append",
         metavar="[SUITE=]KEY",
         help="API key for --url (per suite with SUITE=KEY); see `eval prepare`",
+    )
+    run.add_argument(
+        "--index-key",
+        action="append",
+        metavar="[SUITE=]KEY",
+        help="with --url: an index-scope key; the corpus is indexed through the service first",
     )
     run.add_argument("--tenant", help="query this tenant instead of eval-<suite>")
     run.add_argument("--concurrency", type=int, default=4, help="answers in flight (default 4)")

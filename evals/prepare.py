@@ -8,21 +8,26 @@ version of the corpus are removed.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from urllib.parse import quote
 
 import asyncpg
+import httpx
+import msgspec
 
 from evals.suite import CANARY_GROUP, CorpusDoc, Suite
-from indexing.documents import LoadError, SourceDoc
 from indexing.loaders import load_path
-from indexing.sync import Indexer, Summary
 from service.db.documents import registered
 from service.db.keys import create_key
 from service.db.tenants import create_tenant
 from service.embed.protocol import Embedder
 from service.identity import PUBLIC, Principal, identities
 from service.index.protocol import VectorIndex
+from service.ingest.documents import LoadError, SourceDoc
+from service.ingest.pipeline import Indexer
+from service.ingest.plan import NoAcl, resolve_acl
+from service.ingest.summary import Failure, Summary
 
 CANARY_PREFIX = "canary/"
 
@@ -105,3 +110,77 @@ async def make_key(suite: Suite, tenant: str, pool: asyncpg.Pool) -> str:
             conn, tenant_id=tenant, user_id=p.user, groups=list(p.groups), scopes=["query"]
         )
     return str(key.key)
+
+
+class _Registered(msgspec.Struct):
+    doc_id: str
+    content_hash: str
+    status: str
+
+
+class _Registry(msgspec.Struct):
+    tenant: str
+    hash_salt: str
+    documents: list[_Registered]
+
+
+def _batches(docs: Sequence[SourceDoc], size: int = 64) -> Iterator[Sequence[SourceDoc]]:
+    for i in range(0, len(docs), size):
+        yield docs[i : i + size]
+
+
+class RemoteIndexError(Exception):
+    """The service refused or failed an index request; the message says which and why."""
+
+
+def _ok(resp: httpx.Response) -> bytes:
+    if resp.status_code >= 400:
+        try:
+            detail = f"{resp.json().get('code')}: {resp.json().get('detail')}"
+        except ValueError:
+            detail = f"HTTP {resp.status_code}"
+        raise RemoteIndexError(f"{resp.request.method} {resp.request.url.path}: {detail}")
+    return resp.content
+
+
+async def remote_sync(suite: Suite, url: str, key: str) -> Summary:
+    """The same as `sync_corpus`, through a running service's index API (an `index` key; the
+    tenant is the key's): unchanged documents are skipped here, stale ones deleted."""
+    if suite.corpus_path is None:
+        raise ValueError(f"suite {suite.name} has no corpus to index")
+    spec = suite.manifest.corpus
+    headers = {"Authorization": f"Bearer {key}", "X-Ragline-Class": "batch"}
+    async with httpx.AsyncClient(base_url=url.rstrip("/"), headers=headers, timeout=600) as client:
+        reg = msgspec.json.decode(_ok(await client.get("/v1/index/documents")), type=_Registry)
+        known = {r.doc_id: r for r in reg.documents}
+        summary = Summary(tenant=reg.tenant)
+        send: list[SourceDoc] = []
+        wanted: set[str] = set()
+        for item in _documents(suite, suite.corpus_path):
+            if isinstance(item, LoadError):
+                summary.failed += 1
+                summary.errors.append(Failure(path=item.path, line=item.line, reason=item.reason))
+                continue
+            wanted.add(item.doc_id)
+            try:
+                acl = resolve_acl(item, spec.allow, spec.public)
+            except NoAcl as exc:
+                summary.failed += 1
+                summary.errors.append(Failure(path=item.origin or item.doc_id, reason=str(exc)))
+                continue
+            old = known.get(item.doc_id)
+            digest = item.content_hash(acl, item.metadata, reg.hash_salt)
+            if old is not None and old.status == "indexed" and old.content_hash == digest:
+                summary.unchanged += 1
+                continue
+            send.append(msgspec.structs.replace(item, acl=acl))
+        for batch in _batches(send):
+            body = msgspec.json.encode({"documents": batch})
+            resp = await client.post(
+                "/v1/index/documents", content=body, headers={"Content-Type": "application/json"}
+            )
+            summary.merge(msgspec.json.decode(_ok(resp), type=Summary))
+        for doc_id in sorted(set(known) - wanted) if wanted else []:
+            resp = await client.delete(f"/v1/index/documents/{quote(doc_id, safe='/')}")
+            summary.merge(msgspec.json.decode(_ok(resp), type=Summary))
+    return summary
