@@ -36,7 +36,7 @@ def create_app(
         app.state.runtime = rt
         app.state.key_cache = KeyCache()
         app.state.telemetry = tel
-        tel.start(rt.pool, queues={"embed": rt.batcher.depth})
+        tel.start(rt.pool, queues={"embed": rt.batcher.depth}, stats=rt.stats)
         try:
             yield
         finally:

@@ -65,6 +65,10 @@ return 1
 )
 
 
+MAX_EMPTY_KEYS = 10_000
+"""Buckets remembered as empty before the expired ones are swept."""
+
+
 class Bucket(msgspec.Struct, frozen=True):
     rate: float  # per second; <= 0 means unlimited
     capacity: float
@@ -123,6 +127,10 @@ class TenantLimiter:
         self.link = link
         self.stats = stats
         self.local = LocalBuckets()
+        # bucket key -> monotonic time before which it cannot admit: while a tenant is over its
+        # limit, its next requests get their 429 without a Redis round trip. Exact, not a guess:
+        # a bucket refills at its fixed rate, and other replicas can only make it emptier.
+        self._empty_until: dict[str, float] = {}
         if link is not None:
             self._admit = link.client.register_script(ADMIT)
             self._charge = link.client.register_script(CHARGE)
@@ -142,9 +150,15 @@ class TenantLimiter:
         if req.rate <= 0 and tok.rate <= 0:
             return
         req_key, tok_key = self._keys(tenant, cls)
-        wait = await self._admit_shared(req_key, req, tok_key, tok)
-        if wait is None:
-            wait = self.local.admit(req_key, req, tok_key, tok)
+        now = time.monotonic()
+        wait = self._empty_until.get(req_key, 0.0) - now
+        if wait <= 0:
+            shared = await self._admit_shared(req_key, req, tok_key, tok)
+            wait = shared if shared is not None else self.local.admit(req_key, req, tok_key, tok)
+            if wait > 0:
+                if len(self._empty_until) >= MAX_EMPTY_KEYS:
+                    self._empty_until = {k: t for k, t in self._empty_until.items() if t > now}
+                self._empty_until[req_key] = now + wait
         if wait > 0:
             self.stats.inc("rate_limited", cls=cls)
             raise RateLimited(

@@ -27,6 +27,8 @@ QUEUE_HEADROOM = 0.5
 """Queue a request only if its predicted wait is within this share of the maximum wait: the
 queue then settles well below the maximum, so the excess is refused at once instead of timing
 out after the whole wait (the estimate is only an average)."""
+HOLD_EWMA = 0.1
+"""Weight of the newest request in the moving average of slot hold times."""
 
 
 class ClassLimits(msgspec.Struct, frozen=True, kw_only=True):
@@ -53,7 +55,6 @@ class AdmissionGate:
         }
         self.in_flight = dict.fromkeys(CLASSES, 0)
         self.avg_hold_s = 0.0  # moving average of how long a request holds its slot
-        self._granted: dict[str, list[float]] = {c: [] for c in CLASSES}
         self.queues: dict[str, deque[asyncio.Future[None]]] = {c: deque() for c in CLASSES}
         self.stats = stats
         for cls in CLASSES:
@@ -89,10 +90,11 @@ class AdmissionGate:
     async def slot(self, cls: str) -> AsyncIterator[float]:
         """Hold one slot of `cls` for the block; yields the milliseconds spent queueing."""
         waited = await self.acquire(cls)
+        started = time.monotonic()
         try:
             yield waited
         finally:
-            self.release(cls)
+            self.release(cls, held_s=time.monotonic() - started)
 
     async def acquire(self, cls: str) -> float:
         if self._can_run(cls) and not self._ahead(cls):
@@ -149,13 +151,12 @@ class AdmissionGate:
 
     def _grant(self, cls: str) -> None:
         self.in_flight[cls] += 1
-        self._granted[cls].append(time.monotonic())
 
-    def release(self, cls: str) -> None:
-        granted = self._granted[cls]
-        if granted:  # FIFO approximation of this request's own grant time
-            held = time.monotonic() - granted.pop(0)
-            self.avg_hold_s = held if self.avg_hold_s == 0 else 0.9 * self.avg_hold_s + 0.1 * held
+    def release(self, cls: str, *, held_s: float | None = None) -> None:
+        """Give back a slot; `held_s`, how long the request held it, feeds the wait estimate."""
+        if held_s is not None:
+            a = self.avg_hold_s
+            self.avg_hold_s = held_s if a == 0 else (1 - HOLD_EWMA) * a + HOLD_EWMA * held_s
         self.in_flight[cls] -= 1
         for c in CLASSES:  # interactive first
             queue = self.queues[c]

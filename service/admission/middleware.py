@@ -6,6 +6,7 @@ A refusal is written directly as problem+json with `Retry-After`: it costs micro
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 import msgspec
@@ -50,10 +51,11 @@ class AdmissionMiddleware:
         except (Overloaded, RateLimited) as exc:
             await _refuse(exc, str(state.get("request_id", "")), send)
             return
+        started = time.monotonic()
         try:
             await self.app(scope, receive, send)
         finally:
-            gate.release(cls)
+            gate.release(cls, held_s=time.monotonic() - started)
 
 
 async def _tenant_limit_early(scope: Scope, runtime: Any, cls: str) -> None:

@@ -15,6 +15,7 @@ from litestar import Request, Response, post
 from litestar.datastructures import State
 from litestar.response import Stream
 
+from service.api.answering import admission_class, charged, tenant_limit, timings_so_far
 from service.api.auth import authenticate
 from service.api.body import read_json
 from service.api.openai_schemas import (
@@ -29,10 +30,10 @@ from service.api.openai_schemas import (
     RaglineInfo,
 )
 from service.api.streaming import cancel_on_disconnect, collect, event_stream, server_timing
+from service.cache.answers import Answering
 from service.errors import InvalidRequest
 from service.generate.caps import output_cap
 from service.index.filters import parse_filters
-from service.pipeline.answer import Prepared
 from service.pipeline.chat import condense
 from service.pipeline.events import Done, Error, Event, Sources, Token
 from service.runtime import Runtime
@@ -41,10 +42,10 @@ MAX_QUESTION_CHARS = 4000
 _enc = msgspec.json.Encoder()
 
 
-def _info(p: Prepared, done: Done) -> RaglineInfo:
+def _info(a: Answering, done: Done) -> RaglineInfo:
     return RaglineInfo(
-        request_id=p.request_id,
-        cache=p.cache,
+        request_id=a.request_id,
+        cache=a.cache,
         citations=done.citations,
         degraded=done.degraded,
         timings_ms=done.timings_ms,
@@ -62,15 +63,15 @@ def _usage(done: Done) -> ChatUsage:
     )
 
 
-def _finish(p: Prepared, done: Done) -> str:
-    return "length" if done.usage.completion_tokens >= p.max_tokens else "stop"
+def _finish(max_tokens: int, done: Done) -> str:
+    return "length" if done.usage.completion_tokens >= max_tokens else "stop"
 
 
 async def _chunks(
-    p: Prepared, events: AsyncIterator[Event], model: str, include_usage: bool
+    a: Answering, max_tokens: int, events: AsyncIterator[Event], model: str, include_usage: bool
 ) -> AsyncIterator[bytes]:
     """Answer events as `chat.completion.chunk`s, then `[DONE]`; an error ends the stream."""
-    cid, created = f"chatcmpl-{p.request_id}", int(time.time())
+    cid, created = f"chatcmpl-{a.request_id}", int(time.time())
 
     def chunk(**kw: Any) -> bytes:
         return b"data: " + _enc.encode(ChatChunk(id=cid, created=created, model=model, **kw))
@@ -82,8 +83,8 @@ async def _chunks(
         elif isinstance(event, Token):
             yield chunk(choices=[ChunkChoice(delta=Delta(content=event.text))]) + b"\n\n"
         elif isinstance(event, Done):
-            last = ChunkChoice(delta=Delta(), finish_reason=_finish(p, event))
-            yield chunk(choices=[last], ragline=_info(p, event)) + b"\n\n"
+            last = ChunkChoice(delta=Delta(), finish_reason=_finish(max_tokens, event))
+            yield chunk(choices=[last], ragline=_info(a, event)) + b"\n\n"
             if include_usage:
                 yield chunk(choices=[], usage=_usage(event)) + b"\n\n"
         elif isinstance(event, Error):
@@ -99,6 +100,8 @@ async def chat_completions(
 ) -> Response[bytes] | Stream:
     rt: Runtime = state.runtime
     principal = await authenticate(request, rt, state.key_cache, "query")
+    cls = admission_class(request)
+    await tenant_limit(rt, request, principal.tenant_id, cls)
     body = await read_json(request, ChatRequest, rt.settings.server.max_body_bytes)
     question, context = condense(body.messages)
     if len(question) > MAX_QUESTION_CHARS:
@@ -108,28 +111,30 @@ async def chat_completions(
     r = rt.settings.retrieval
     if body.top_k is not None and body.top_k > r.max_top_k:
         raise InvalidRequest(f"top_k: at most {r.max_top_k}", code="invalid_body")
-    prepared = await rt.pipeline.prepare(
+    max_tokens = output_cap(
+        rt.settings.generator, principal.tenant_id, body.max_completion_tokens or body.max_tokens
+    )
+    prepared = await rt.answers.prepare(
         principal,
         question,
         filters=parse_filters(body.filters, r.metadata_fields),
         top_k=body.top_k or r.top_k,
-        max_tokens=output_cap(
-            rt.settings.generator,
-            principal.tenant_id,
-            body.max_completion_tokens or body.max_tokens,
-        ),
+        max_tokens=max_tokens,
         request_id=str(request.scope["state"]["request_id"]),
         request_class="chat",
         context=context,
     )
+    events = charged(
+        rt, principal.tenant_id, cls, rt.answers.events(prepared), prepared.cache == "miss"
+    )
     if body.stream:
         include_usage = body.stream_options is not None and body.stream_options.include_usage
         return event_stream(
-            _chunks(prepared, rt.pipeline.events(prepared), body.model, include_usage),
+            _chunks(prepared, max_tokens, events, body.model, include_usage),
             keepalive_s=rt.settings.budget.sse_keepalive_ms / 1000,
-            headers={"Server-Timing": server_timing(prepared.budget.timings_ms)},
+            headers={"Server-Timing": server_timing(timings_so_far(prepared))},
         )
-    got = await cancel_on_disconnect(request, collect(rt.pipeline.events(prepared)))
+    got = await cancel_on_disconnect(request, collect(events))
     done = got.done
     out = ChatCompletion(
         id=f"chatcmpl-{prepared.request_id}",
@@ -138,7 +143,7 @@ async def chat_completions(
         choices=[
             Choice(
                 message=AssistantMessage(content=done.answer),
-                finish_reason=_finish(prepared, done),
+                finish_reason=_finish(max_tokens, done),
             )
         ],
         usage=_usage(done),

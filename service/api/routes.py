@@ -10,6 +10,7 @@ from litestar import Request, Response, get, post
 from litestar.datastructures import State
 from litestar.response import Stream
 
+from service.api.answering import admission_class, charged, tenant_limit, timings_so_far
 from service.api.auth import authenticate
 from service.api.body import read_json
 from service.api.schemas import AnswerRequest, AnswerResponse, SearchRequest, SearchResponse
@@ -21,13 +22,12 @@ from service.api.streaming import (
     server_timing,
     sse_bytes,
 )
-from service.cache.answers import Answering
 from service.cache.idempotency import request_digest
 from service.errors import InvalidRequest
 from service.generate.caps import output_cap
 from service.index.filters import parse_filters
 from service.pipeline.budget import Budget
-from service.pipeline.events import Done, Event
+from service.pipeline.events import Event
 from service.runtime import Runtime
 
 AnyRequest = Request[Any, Any, Any]
@@ -44,44 +44,17 @@ def _top_k(rt: Runtime, asked: int | None) -> int:
     return asked or r.top_k
 
 
-def _timings_so_far(prepared: Answering) -> dict[str, float]:
-    """Stage times known before the stream starts (retrieval, or the cache lookup)."""
-    if prepared.direct is not None:
-        return dict(prepared.direct.budget.timings_ms)
-    return {"cache": round(prepared.lookup_ms, 3), **prepared.extra}
-
-
 async def _sse_at_once(events: AsyncIterator[Event]) -> AsyncIterator[bytes]:
     """A cached answer is all there already: one write instead of one per token."""
     yield b"".join([encode_event(event) async for event in events])
-
-
-def _class(request: AnyRequest) -> str:
-    return str(request.scope["state"].get("request_class", "interactive"))
-
-
-async def _tenant_limit(rt: Runtime, request: AnyRequest, tenant: str, cls: str) -> None:
-    """429 if the tenant is over its limit (unless admission already checked it)."""
-    if not request.scope["state"].get("tenant_admitted"):
-        await rt.limiter.admit(tenant, cls)
-
-
-async def _charged(
-    rt: Runtime, tenant: str, cls: str, events: AsyncIterator[Event], generated: bool
-) -> AsyncIterator[Event]:
-    """Charge the tokens this request generated to its tenant's bucket (not cached replays)."""
-    async for event in events:
-        if generated and isinstance(event, Done):
-            await rt.limiter.charge(tenant, cls, event.usage.completion_tokens)
-        yield event
 
 
 @post("/v1/answer", status_code=200)
 async def answer(request: AnyRequest, state: State) -> Response[bytes] | Stream:
     rt: Runtime = state.runtime
     principal = await authenticate(request, rt, state.key_cache, "query")
-    cls = _class(request)
-    await _tenant_limit(rt, request, principal.tenant_id, cls)
+    cls = admission_class(request)
+    await tenant_limit(rt, request, principal.tenant_id, cls)
     body = await read_json(request, AnswerRequest, rt.settings.server.max_body_bytes)
     filters = parse_filters(body.filters, rt.settings.retrieval.metadata_fields)
     idem_key = request.headers.get("idempotency-key")
@@ -95,7 +68,7 @@ async def answer(request: AnyRequest, state: State) -> Response[bytes] | Stream:
         idempotency_key=idem_key,
         body_digest=request_digest(body) if idem_key is not None else "",
     )
-    events = _charged(
+    events = charged(
         rt, principal.tenant_id, cls, rt.answers.events(prepared), prepared.cache == "miss"
     )
     if body.stream:
@@ -103,7 +76,7 @@ async def answer(request: AnyRequest, state: State) -> Response[bytes] | Stream:
         return event_stream(
             frames,
             keepalive_s=rt.settings.budget.sse_keepalive_ms / 1000,
-            headers={"Server-Timing": server_timing(_timings_so_far(prepared))},
+            headers={"Server-Timing": server_timing(timings_so_far(prepared))},
         )
     got = await cancel_on_disconnect(request, collect(events))
     done = got.done
@@ -129,7 +102,7 @@ async def answer(request: AnyRequest, state: State) -> Response[bytes] | Stream:
 async def search(request: AnyRequest, state: State) -> Response[bytes]:
     rt: Runtime = state.runtime
     principal = await authenticate(request, rt, state.key_cache, "query")
-    await _tenant_limit(rt, request, principal.tenant_id, _class(request))
+    await tenant_limit(rt, request, principal.tenant_id, admission_class(request))
     body = await read_json(request, SearchRequest, rt.settings.server.max_body_bytes)
     filters = parse_filters(body.filters, rt.settings.retrieval.metadata_fields)
     budget = Budget(rt.settings.budget.ttft_ms)

@@ -41,7 +41,8 @@ def server_timing(timings_ms: Mapping[str, float]) -> str:
 
 
 async def with_keepalive(source: AsyncIterator[bytes], interval_s: float) -> AsyncIterator[bytes]:
-    """Yield `source`'s chunks, and an SSE comment after each `interval_s` of silence.
+    """Yield `source`'s chunks (those ready together joined into one), and an SSE comment after
+    each `interval_s` of silence.
 
     `source` runs in its own task (so waiting never cancels it); closing this iterator cancels
     that task, and with it everything the pipeline awaits (the upstream request included).
@@ -64,16 +65,29 @@ async def with_keepalive(source: AsyncIterator[bytes], interval_s: float) -> Asy
     try:
         while True:
             try:
-                item = await asyncio.wait_for(queue.get(), interval_s)
+                async with asyncio.timeout(interval_s):  # no task per item, unlike wait_for
+                    item = await queue.get()
             except TimeoutError:
                 yield KEEPALIVE
                 continue
+            # Whatever else is ready goes out in the same write: a burst of token events costs
+            # one send on the server and one read on the client, not one each.
+            batch: list[bytes] = []
+            while True:
+                if item is _END or isinstance(item, Exception):
+                    break
+                assert isinstance(item, bytes)
+                batch.append(item)
+                if queue.empty():
+                    item = None
+                    break
+                item = queue.get_nowait()
+            if batch:
+                yield b"".join(batch)
             if item is _END:
                 break
             if isinstance(item, Exception):
                 raise item
-            assert isinstance(item, bytes)
-            yield item
     finally:
         task.cancel()
         # Litestar cancels through an anyio scope, which re-cancels every await inside it; a

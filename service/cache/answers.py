@@ -41,6 +41,18 @@ def is_deterministic(generator: object) -> bool:
     return getattr(generator, "deterministic", False) is True
 
 
+@dataclass(frozen=True, slots=True)
+class _Ask:
+    """What an answer depends on besides who asks."""
+
+    query: str
+    filters: FilterSpec | None
+    top_k: int
+    max_tokens: int
+    request_class: str
+    context: str
+
+
 class _AnswerFlight:
     def __init__(self) -> None:
         self.ready: asyncio.Future[str] = asyncio.get_running_loop().create_future()
@@ -96,9 +108,9 @@ class CachingPipeline:
         self.stats = stats
         self._flights: dict[str, _AnswerFlight] = {}
 
-    @property
-    def deterministic(self) -> bool:
-        return is_deterministic(self.inner.generator)
+    def deterministic(self, tenant_id: str = "", request_class: str = "answer") -> bool:
+        """Whether the generator that answers this tenant's class of request is deterministic."""
+        return is_deterministic(self.inner.router.chain(tenant_id, request_class)[0][0])
 
     async def prepare(
         self,
@@ -111,7 +123,11 @@ class CachingPipeline:
         request_id: str,
         idempotency_key: str | None = None,
         body_digest: str = "",
+        request_class: str = "answer",
+        context: str = "",
     ) -> Answering:
+        """`request_class` picks the generator chain (`chat` for chat completions); `context` is
+        a chat's condensed earlier turns. Both are part of the cache key."""
         loop = asyncio.get_running_loop()
         started = loop.time()
         claim: Claim | None = None
@@ -130,7 +146,10 @@ class CachingPipeline:
                 )
         try:
             answering = await self._prepare(
-                principal, normalize_query(query), filters, top_k, max_tokens, request_id, started
+                principal,
+                _Ask(normalize_query(query), filters, top_k, max_tokens, request_class, context),
+                request_id,
+                started,
             )
         except BaseException:
             if claim is not None:
@@ -144,27 +163,13 @@ class CachingPipeline:
         return a
 
     async def _prepare(
-        self,
-        principal: Principal,
-        query: str,
-        filters: FilterSpec | None,
-        top_k: int,
-        max_tokens: int,
-        request_id: str,
-        started: float,
+        self, principal: Principal, ask: _Ask, request_id: str, started: float
     ) -> Answering:
         loop = asyncio.get_running_loop()
         view = await self.visibility.view(principal) if self.enabled else None
-        if view is None or not self.deterministic:
+        if view is None or not self.deterministic(principal.tenant_id, ask.request_class):
             who = scoped(principal, view) if view is not None else principal
-            prepared = await self.inner.prepare(
-                who,
-                query,
-                filters=filters,
-                top_k=top_k,
-                max_tokens=max_tokens,
-                request_id=request_id,
-            )
+            prepared = await self._inner_prepare(who, ask, request_id)
             return Answering(
                 request_id=request_id,
                 cache="miss",
@@ -176,10 +181,11 @@ class CachingPipeline:
             view.tenant_id,
             view.fingerprint,
             view.version,
-            query,
-            canonical_filters(filters),
-            top_k,
-            max_tokens,
+            ask.query,
+            canonical_filters(ask.filters),
+            ask.top_k,
+            ask.max_tokens,
+            variant=f"{self.inner.version(view.tenant_id, ask.request_class)}\n{ask.context}",
         )
         raw, _ = await self.cache.get(KIND, key)
         lookup_ms = (loop.time() - started) * 1000
@@ -202,11 +208,7 @@ class CachingPipeline:
         if flight is None:
             flight = _AnswerFlight()
             self._flights[key] = flight
-            flight.task = loop.create_task(
-                self._compute(
-                    flight, key, scoped(principal, view), query, filters, top_k, max_tokens
-                )
-            )
+            flight.task = loop.create_task(self._compute(flight, key, scoped(principal, view), ask))
         flight.subscribers += 1
         try:
             status = await asyncio.shield(flight.ready)
@@ -227,10 +229,7 @@ class CachingPipeline:
         flight: _AnswerFlight,
         key: str,
         principal: ScopedPrincipal,
-        query: str,
-        filters: FilterSpec | None,
-        top_k: int,
-        max_tokens: int,
+        ask: _Ask,
     ) -> None:
         token: str | None = None
         try:
@@ -241,14 +240,7 @@ class CachingPipeline:
                         return
                 except RedisUnavailable:
                     token = None
-            prepared = await self.inner.prepare(
-                principal,
-                query,
-                filters=filters,
-                top_k=top_k,
-                max_tokens=max_tokens,
-                request_id=f"flight-{id(flight):x}",
-            )
+            prepared = await self._inner_prepare(principal, ask, f"flight-{id(flight):x}")
             flight.sources = prepared.sources
             flight.ready.set_result("miss")
             recorder = Recorder()
@@ -278,6 +270,20 @@ class CachingPipeline:
                 del self._flights[key]
             if token is not None and self.remote is not None:
                 await asyncio.shield(self.remote.release(key, token))
+
+    async def _inner_prepare(
+        self, principal: Principal | ScopedPrincipal, ask: _Ask, request_id: str
+    ) -> Prepared:
+        return await self.inner.prepare(
+            principal,
+            ask.query,
+            filters=ask.filters,
+            top_k=ask.top_k,
+            max_tokens=ask.max_tokens,
+            request_id=request_id,
+            request_class=ask.request_class,
+            context=ask.context,
+        )
 
     async def _follow_remote(self, flight: _AnswerFlight, key: str) -> bool:
         """Another replica computes this answer: take its result when it lands."""

@@ -98,8 +98,11 @@ class Keys:
         filters: str,
         k: int,
         max_tokens: int,
+        variant: str = "",
     ) -> str:
-        req = digest(self.answer_version, query, filters, str(k), str(max_tokens))
+        """`variant`: what else shapes this answer (the generator chain of the tenant and request
+        class, the condensed conversation of a chat)."""
+        req = digest(self.answer_version, query, filters, str(k), str(max_tokens), variant)
         return f"{self.prefix}ans:{tenant_id}:v{version}:{fingerprint}:{req}"
 
     def idempotency(self, tenant_id: str, principal_fp: str, key: str) -> str:

@@ -37,6 +37,11 @@ class Stats:
         want = set(labels.items())
         return sum(v for (n, lab), v in self._counts.items() if n == name and want <= set(lab))
 
+    def series(self) -> tuple[list[tuple[str, Labels, float]], list[tuple[str, float]]]:
+        """Every counter as (name, labels, value) and every gauge as (name, value)."""
+        counters = [(name, labels, v) for (name, labels), v in sorted(self._counts.items())]
+        return counters, [(name, float(read())) for name, read in sorted(self._gauges.items())]
+
     def snapshot(self) -> dict[str, float]:
         """Every counter (`name{k=v,…}`) and gauge, as plain numbers."""
         out: dict[str, float] = {}

@@ -15,6 +15,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 from opentelemetry.trace import Status, StatusCode, Tracer
 
+from service.cache.stats import Stats
 from service.config import Settings
 from service.telemetry.context import RequestTelemetry
 from service.telemetry.deferred import PresetIds, materialize
@@ -64,8 +65,13 @@ class Telemetry:
         t = self.settings
         return bool(self.tracer or self.metrics or t.request_log or t.usage_records)
 
-    def start(self, pool: Any, queues: dict[str, Callable[[], float]] | None = None) -> None:
-        """Start the usage writer on `pool` and report the given queues' depths."""
+    def start(
+        self,
+        pool: Any,
+        queues: dict[str, Callable[[], float]] | None = None,
+        stats: Stats | None = None,
+    ) -> None:
+        """Start the usage writer on `pool`; report the given queues' depths and `stats`."""
         t = self.settings
         if t.usage_records and self.usage is None:
             self.usage = UsageWriter(
@@ -79,6 +85,8 @@ class Telemetry:
         if self.metrics is not None:
             for name, depth in (queues or {}).items():
                 self.metrics.watch_queue(name, depth)
+            if stats is not None:
+                self.metrics.watch_stats(stats)
 
     async def close(self) -> None:
         if self.usage is not None:

@@ -7,7 +7,7 @@ bucket boundary, not an interpolation.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from prometheus_client import (
@@ -19,7 +19,10 @@ from prometheus_client import (
     disable_created_metrics,
     generate_latest,
 )
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
+from service.cache.stats import Stats
 from service.config import TelemetrySettings
 from service.telemetry.labels import BoundedLabel
 
@@ -50,6 +53,8 @@ class Metrics:
 
     def __init__(self, settings: TelemetrySettings, budget_ms: float) -> None:
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
+        self._stats: Stats | None = None
+        self._stats_collector: StatsCollector | None = None
         r = self.registry = CollectorRegistry()
         self.tenant = BoundedLabel(settings.max_tenant_labels, settings.tenant_labels)
         self.model = BoundedLabel(16)
@@ -163,5 +168,35 @@ class Metrics:
         self.breaker_state.labels(breaker=label).set(BREAKER_STATES.get(state, 2))
         self.breaker_transitions.labels(breaker=label, state=self.kind(state)).inc()
 
+    def watch_stats(self, stats: Stats) -> None:
+        """Export the runtime's counters and gauges (caches, Redis, admission, rate limits)."""
+        if self._stats is not stats:
+            if self._stats_collector is not None:
+                self.registry.unregister(self._stats_collector)
+            self._stats, self._stats_collector = stats, StatsCollector(stats)
+            self.registry.register(self._stats_collector)
+
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class StatsCollector(Collector):
+    """`Stats` counters as `ragline_<name>_total{…}` and gauges as `ragline_<name>`, read at each
+    scrape. Their labels are fixed vocabularies (class, outcome, layer, op), never user data."""
+
+    def __init__(self, stats: Stats) -> None:
+        self.stats = stats
+
+    def collect(self) -> Iterator[Metric]:
+        counters, gauges = self.stats.series()
+        by_name: dict[str, list[tuple[dict[str, str], float]]] = {}
+        for name, labels, value in counters:
+            by_name.setdefault(name, []).append((dict(labels), value))
+        for name, samples in by_name.items():
+            keys = sorted({k for found, _ in samples for k in found})
+            family = CounterMetricFamily(f"ragline_{name}", f"Runtime counter {name}.", labels=keys)
+            for found, value in samples:
+                family.add_metric([found.get(k, "") for k in keys], value)
+            yield family
+        for name, value in gauges:
+            yield GaugeMetricFamily(f"ragline_{name}", f"Runtime gauge {name}.", value=value)

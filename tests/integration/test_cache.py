@@ -13,6 +13,7 @@ import pytest
 
 from service.admission.gate import AdmissionGate
 from service.config import AdmissionSettings
+from service.generate.router import GeneratorRouter
 from tests.cache_helpers import CountingGenerator
 from tests.helpers import auth, index_files, make_key, parse_sse, write
 
@@ -237,3 +238,58 @@ async def test_when_every_listener_disconnects_the_generation_is_aborted(
         assert resp.status_code == 200 and resp.json()["cache"] == "miss"
     finally:
         runtime.pipeline.generator = original
+
+
+async def chat(http: httpx.AsyncClient, key: str, messages: list[dict[str, str]]) -> Any:
+    resp = await http.post(
+        "/v1/chat/completions", json={"model": "ragline", "messages": messages}, headers=auth(key)
+    )
+    assert resp.status_code == 200, resp.text
+    return resp.json()
+
+
+async def test_chat_completions_share_the_answer_cache_keyed_by_the_conversation(
+    http: httpx.AsyncClient, runtime: Any, spy: CountingGenerator, tenant: str, tmp_path: Path
+) -> None:
+    write(tmp_path, "ferry.md", doc("The Alibag ferry leaves the Gateway every forty minutes."))
+    await index_files(runtime, tenant, tmp_path)
+    key = await make_key(runtime, tenant, "hari")
+    q = {"role": "user", "content": "How often does the Alibag ferry leave?"}
+    first = await chat(http, key, [q])
+    again = await chat(http, key, [{"role": "system", "content": "be brief"}, q])
+    assert (first["ragline"]["cache"], again["ragline"]["cache"]) == ("miss", "hit")
+    assert again["choices"][0]["message"] == first["choices"][0]["message"]
+    assert spy.calls == 1
+    # the same last question in another conversation is another answer
+    earlier = [
+        {"role": "user", "content": "Tell me about Mumbai."},
+        {"role": "assistant", "content": "Sure."},
+    ]
+    other = await chat(http, key, [*earlier, q])
+    assert other["ragline"]["cache"] == "miss" and spy.calls == 2
+    # /v1/answer with the same question, answered by the same generator chain: the same entry
+    plain = await ask(http, key, q["content"])
+    assert plain["cache"] == "hit" and spy.calls == 2
+    assert plain["answer"] == first["choices"][0]["message"]["content"]
+
+
+async def test_a_tenant_routed_to_a_sampling_generator_never_gets_cached_answers(
+    http: httpx.AsyncClient, runtime: Any, spy: CountingGenerator, tenant: str, tmp_path: Path
+) -> None:
+    sampler = CountingGenerator(deterministic=False)
+    original = runtime.pipeline.router
+    runtime.pipeline.router = GeneratorRouter(
+        {"extractive": spy, "sampler": sampler},
+        default=["extractive"],
+        tenant_routes={tenant: ["sampler"]},
+    )
+    try:
+        write(tmp_path, "tea.md", doc("The Darjeeling estate picks its first flush in March."))
+        await index_files(runtime, tenant, tmp_path)
+        key = await make_key(runtime, tenant, "ira")
+        q = "When is the first flush picked?"
+        first, again = await ask(http, key, q), await ask(http, key, q)
+        assert (first["cache"], again["cache"]) == ("miss", "miss")
+        assert sampler.calls == 2 and spy.calls == 0  # the default chain never ran
+    finally:
+        runtime.pipeline.router = original

@@ -301,6 +301,7 @@ async def test_service_keeps_answering_while_redis_is_down_and_recovers(
                 assert cache == "hit"  # from L1
                 ready = await http.get("/readyz")
                 assert ready.status_code == 200 and ready.json()["redis"] == "degraded"
+                assert "ragline_redis_up 0.0" in (await http.get("/metrics")).text
                 assert rt.stats.count("redis_state_changes", to="degraded") == 1
                 async with own_redis(port):
                     for _ in range(100):
@@ -308,6 +309,7 @@ async def test_service_keeps_answering_while_redis_is_down_and_recovers(
                             break
                         await asyncio.sleep(0.1)
                     assert rt.caching.redis_state() == "ok"
+                    assert "ragline_redis_up 1.0" in (await http.get("/metrics")).text
                     cache, text = await ask(http, "Who ships crates from Nagpur?")
                     assert cache == "miss" and "Nagpur" in text
                     await rt.caching.cache.drain()

@@ -248,6 +248,9 @@ async def test_metrics_move_after_real_requests(
     assert value(after, "ragline_in_flight_requests", route="answer") == 0
     assert ("ragline_queue_depth", frozenset({("queue", "embed")})) in after
     assert value(after, "ragline_ttft_budget_seconds") == 0.8
+    # The runtime's own counters and gauges: admission decisions and slots.
+    assert delta("ragline_admission_total", cls="interactive") >= 3
+    assert value(after, "ragline_admission_in_flight_interactive") == 0
     # No label value anywhere holds the query, the key or a document's words.
     labels = " ".join(v for (_, ls) in after for _, v in ls).lower()
     assert all(w not in labels for w in FORBIDDEN) and traced.key not in labels

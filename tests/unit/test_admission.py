@@ -6,11 +6,11 @@ import asyncio
 
 import pytest
 
-from service.admission.buckets import Bucket, LocalBuckets, buckets_for
+from service.admission.buckets import Bucket, LocalBuckets, TenantLimiter, buckets_for
 from service.admission.gate import BATCH, INTERACTIVE, AdmissionGate
 from service.cache.stats import Stats
-from service.config import AdmissionSettings, TenantLimits
-from service.errors import Overloaded
+from service.config import AdmissionSettings, LimitsSettings, TenantLimits
+from service.errors import Overloaded, RateLimited
 
 pytestmark = pytest.mark.unit
 
@@ -132,3 +132,41 @@ async def test_a_queue_too_long_to_clear_in_time_refuses_at_once() -> None:
     assert len(g.queues[INTERACTIVE]) == 1
     g.release(INTERACTIVE)
     await asyncio.wait_for(waiter, 1)
+
+
+async def test_the_wait_estimate_learns_from_each_requests_own_slot_time() -> None:
+    g = gate(max_in_flight=2)
+    async with g.slot(INTERACTIVE):
+        await asyncio.sleep(0.05)
+    first = g.avg_hold_s
+    assert 0.05 <= first < 0.5
+    async with g.slot(INTERACTIVE):
+        pass  # a quick one pulls the average down, by its weight only
+    assert 0.85 * first <= g.avg_hold_s < first
+    assert g.total_in_flight == 0
+
+
+async def test_a_tenant_over_its_limit_is_refused_without_asking_the_buckets_again() -> None:
+    limits = LimitsSettings(
+        default=TenantLimits(requests_per_second=0, tokens_per_minute=0),
+        tenants={"capped": TenantLimits(requests_per_second=2, burst=1, tokens_per_minute=0)},
+    )
+    limiter = TenantLimiter(limits, None, Stats())
+    asked: list[str] = []
+    admit = limiter.local.admit
+
+    def counting(*args: object) -> float:
+        asked.append("capped")
+        return admit(*args)  # type: ignore[arg-type]
+
+    limiter.local.admit = counting  # type: ignore[method-assign]
+    await limiter.admit("capped", INTERACTIVE)
+    for _ in range(3):
+        with pytest.raises(RateLimited) as err:
+            await limiter.admit("capped", INTERACTIVE)
+        assert 0 < err.value.retry_after <= 0.5
+    assert len(asked) == 2  # the first refusal asked; the next two were answered from memory
+    await limiter.admit("other", INTERACTIVE)  # unlimited tenant: untouched
+    await asyncio.sleep(0.55)  # the bucket has refilled: asked again, and admitted
+    await limiter.admit("capped", INTERACTIVE)
+    assert len(asked) == 3
