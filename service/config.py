@@ -93,14 +93,20 @@ class AdmissionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     """Requests served at once, all classes together."""
     max_queue: int = 64
     """Interactive requests that may wait for a slot."""
-    max_queue_wait_ms: float = 200.0
-    """Longest an interactive request waits for a slot before 503 (keep well inside the budget)."""
+    queue_target_ms: float = 100.0
+    """An interactive request queues only if its predicted wait (queue length x measured slot
+    turnover) is within this; otherwise it gets its 503 at once, in microseconds."""
+    max_queue_wait_ms: float = 400.0
+    """Hard cap on an interactive request's wait once queued (503 after it). Only reached when
+    the prediction was far off; keep it well inside the budget."""
     batch_max_in_flight: int = 4
     """Slots batch requests (`X-Ragline-Class: batch`) may hold; the rest stay for interactive."""
     batch_max_queue: int = 256
     """Batch requests that may wait for a slot."""
+    batch_queue_target_ms: float = 5_000.0
+    """A batch request queues only if its predicted wait is within this."""
     batch_max_queue_wait_ms: float = 10_000.0
-    """Longest a batch request waits for a slot before 503."""
+    """Hard cap on a batch request's wait once queued."""
     retry_after_s: float = 1.0
     """`Retry-After` of a 503 overload answer."""
 
@@ -484,6 +490,13 @@ def _check(s: Settings) -> None:
             raise ConfigError(f"setting {key}: must be > 0, got {value}")
     if not 0 < s.server.port < 65536:
         raise ConfigError(f"setting server.port: must be a TCP port, got {s.server.port}")
+    a = s.admission
+    for target, hard_cap in (
+        ("queue_target_ms", "max_queue_wait_ms"),
+        ("batch_queue_target_ms", "batch_max_queue_wait_ms"),
+    ):
+        if not 0 <= getattr(a, target) <= getattr(a, hard_cap):
+            raise ConfigError(f"setting admission.{target}: must be in 0..admission.{hard_cap}")
     if s.admission.batch_max_in_flight >= s.admission.max_in_flight:
         raise ConfigError(
             "setting admission.batch_max_in_flight: must be < admission.max_in_flight"

@@ -19,6 +19,10 @@ class Result(msgspec.Struct, kw_only=True):
     body: bytes = b""
 
 
+class StaleConnection(ConnectionError):
+    """The server had closed this keep-alive connection before the request was sent."""
+
+
 class _Conn:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader = reader
@@ -30,9 +34,10 @@ class Client:
         self.host = host
         self.port = port
         self._idle: list[_Conn] = []
+        self.stale = 0  # keep-alive connections found closed by the server (request resent)
 
-    async def _conn(self) -> _Conn:
-        while self._idle:
+    async def _conn(self, fresh: bool = False) -> _Conn:
+        while self._idle and not fresh:
             conn = self._idle.pop()
             if not conn.writer.is_closing():
                 return conn
@@ -46,21 +51,32 @@ class Client:
 
     async def post(self, path: str, body: bytes, headers: dict[str, str]) -> Result:
         t0 = time.perf_counter()
-        conn = await self._conn()
         head = [f"POST {path} HTTP/1.1", f"Host: {self.host}:{self.port}"]
         head += [f"{k}: {v}" for k, v in headers.items()]
         head += ["Content-Type: application/json", f"Content-Length: {len(body)}", "", ""]
-        conn.writer.write("\r\n".join(head).encode() + body)
-        try:
-            result = await self._read(conn, t0)
-        except BaseException:
-            conn.writer.close()
-            raise
-        self._idle.append(conn)
-        return result
+        request = "\r\n".join(head).encode() + body
+        for attempt in range(2):
+            conn = await self._conn(fresh=attempt > 0)
+            conn.writer.write(request)
+            try:
+                result = await self._read(conn, t0)
+            except StaleConnection:
+                conn.writer.close()
+                self.stale += 1
+                if attempt == 0:
+                    continue  # the server closed an idle keep-alive connection: the request
+                raise  # never reached it, so sending it again on a new one is safe
+            except BaseException:
+                conn.writer.close()
+                raise
+            self._idle.append(conn)
+            return result
+        raise AssertionError("unreachable")
 
     async def _read(self, conn: _Conn, t0: float) -> Result:
         status_line = await conn.reader.readline()
+        if not status_line:
+            raise StaleConnection("closed before the status line")
         status = int(status_line.split()[1])
         length, chunked, closing = -1, False, False
         while True:

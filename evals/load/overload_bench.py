@@ -10,6 +10,7 @@ open loop for a fixed time: interactive traffic at 2x that rate, batch traffic
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import itertools
 import os
@@ -20,6 +21,7 @@ import msgspec
 
 from evals.load.client import Client, Result, summary
 from evals.load.server import Server, machine, write_result
+from service.config import AdmissionSettings
 
 BUDGET_MS = 800.0
 REFUSAL_TARGET_MS = 20.0
@@ -108,13 +110,28 @@ def describe(results: list[Result]) -> dict[str, object]:
     }
 
 
-async def run() -> dict[str, object]:
+async def admission_counts(port: int) -> dict[str, float]:
+    """The server's own count of its admission decisions and rate-limit refusals (`/metrics`)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    text = (await reader.read()).decode()
+    writer.close()
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith(("ragline_admission_total{", "ragline_rate_limited_total{")):
+            name, _, value = line.rpartition(" ")
+            out[name.removeprefix("ragline_")] = float(value)
+    return out
+
+
+async def run(overrides: dict[str, str]) -> dict[str, object]:
     server = Server(
         {
             "RAGLINE_CACHE_ENABLED": "false",
             "RAGLINE_LIMITS_DEFAULT": '{"requests_per_second": 0, "tokens_per_minute": 0,'
             ' "batch_requests_per_second": 0, "batch_tokens_per_minute": 0}',
             "RAGLINE_LIMITS_TENANTS": '{"capped": {"requests_per_second": 5, "burst": 5}}',
+            **overrides,
         },
         {"main": ["ui", "evals"], "capped": ["ui"]},
     )
@@ -135,6 +152,7 @@ async def run() -> dict[str, object]:
             ("capped_tenant", CAPPED_RPS, capped),
         ]
         results = await open_loop(server.port, streams)
+        decisions = await admission_counts(server.port)
     finally:
         await server.stop()
     inter, bat = describe(results["interactive"]), describe(results["batch"])
@@ -145,9 +163,10 @@ async def run() -> dict[str, object]:
     capped_refusal: dict[str, float] = capped_d["refusal_ms"]  # type: ignore[assignment]
     return {
         **info,
-        "command": "flock /tmp/ragline-bench.lock .venv/bin/python -m evals.load.overload_bench",
-        "setup": "sample corpus, extractive generator, caches off, default admission settings "
-        "(32 in flight, interactive queue 64 / 200 ms, batch 4 in flight), SSE over loopback",
+        "command": "flock /tmp/ragline-bench.lock .venv/bin/python -m evals.load.overload_bench"
+        + "".join(f" --set {k}={v}" for k, v in overrides.items()),
+        "setup": "sample corpus, extractive generator, caches off, SSE over loopback, "
+        f"admission settings: {admission_setup(overrides)}",
         "sustainable": {
             "clients": CLOSED_LOOP_CLIENTS,
             "rps": round(rate, 1),
@@ -159,6 +178,7 @@ async def run() -> dict[str, object]:
         "batch": bat,
         "capped_tenant": capped_d,
         "refusal_ms_all": summary(refusals),
+        "server_decisions": decisions,
         "note": "batch requests wait up to admission.batch_max_queue_wait_ms (10 s) for a slot "
         "left over by interactive traffic: their refusals are slow by design",
         "checks": {
@@ -171,8 +191,28 @@ async def run() -> dict[str, object]:
     }
 
 
-def main() -> int:
-    result = asyncio.run(run())
+def admission_setup(overrides: dict[str, str]) -> str:
+    a = AdmissionSettings()
+    fields = {f: getattr(a, f) for f in a.__struct_fields__}
+    for name, value in overrides.items():
+        field = name.removeprefix("RAGLINE_ADMISSION_").lower()
+        if field in fields:
+            fields[field] = value
+    return ", ".join(f"{k}={v}" for k, v in fields.items())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="RAGLINE_X=VALUE",
+        help="a setting for the server under test, e.g. RAGLINE_ADMISSION_MAX_IN_FLIGHT=8",
+    )
+    args = parser.parse_args(argv)
+    overrides = dict(item.split("=", 1) for item in args.set)
+    result = asyncio.run(run(overrides))
     path = write_result("overload-smoke.json" if SMOKE else "overload.json", result)
     print(msgspec.json.format(msgspec.json.encode(result)).decode())
     print(f"written to {path}", file=sys.stderr)

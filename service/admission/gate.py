@@ -1,8 +1,11 @@
 """The admission gate: a bounded number of requests in flight and a bounded, time-limited queue
 per request class. Interactive requests are always served before batch ones, and batch may hold
-only a few slots, so batch traffic can never starve interactive traffic. A request the gate
-cannot take is refused at once (queue full) or after at most its class's maximum wait — never
-after the whole budget.
+only a few slots, so batch traffic can never starve interactive traffic.
+
+A request that finds no free slot queues only if its predicted wait (the requests ahead of it
+times the measured slot turnover) is within its class's target; otherwise, or when the queue is
+full, it is refused at once. Once queued it is served, unless the wait passes the class's hard
+cap (the prediction was far off), so a refusal almost never costs a wait.
 """
 
 from __future__ import annotations
@@ -23,10 +26,6 @@ from service.errors import Overloaded
 INTERACTIVE = "interactive"
 BATCH = "batch"
 CLASSES = (INTERACTIVE, BATCH)  # priority order
-QUEUE_HEADROOM = 0.5
-"""Queue a request only if its predicted wait is within this share of the maximum wait: the
-queue then settles well below the maximum, so the excess is refused at once instead of timing
-out after the whole wait (the estimate is only an average)."""
 HOLD_EWMA = 0.1
 """Weight of the newest request in the moving average of slot hold times."""
 
@@ -34,7 +33,8 @@ HOLD_EWMA = 0.1
 class ClassLimits(msgspec.Struct, frozen=True, kw_only=True):
     max_in_flight: int
     max_queue: int
-    max_wait_s: float
+    target_wait_s: float  # queue only if the predicted wait is within this
+    max_wait_s: float  # hard cap once queued
 
 
 class AdmissionGate:
@@ -45,11 +45,13 @@ class AdmissionGate:
             INTERACTIVE: ClassLimits(
                 max_in_flight=settings.max_in_flight,
                 max_queue=settings.max_queue,
+                target_wait_s=settings.queue_target_ms / 1000,
                 max_wait_s=settings.max_queue_wait_ms / 1000,
             ),
             BATCH: ClassLimits(
                 max_in_flight=settings.batch_max_in_flight,
                 max_queue=settings.batch_max_queue,
+                target_wait_s=settings.batch_queue_target_ms / 1000,
                 max_wait_s=settings.batch_max_queue_wait_ms / 1000,
             ),
         }
@@ -104,8 +106,8 @@ class AdmissionGate:
         limits = self.limits[cls]
         queue = self.queues[cls]
         expected = self.expected_wait_s(cls)
-        if expected > limits.max_wait_s * QUEUE_HEADROOM:
-            # it would time out in the queue anyway: say so now, not after the wait
+        if expected > limits.target_wait_s:
+            # say so now rather than after a wait: a refusal should cost microseconds
             self.stats.inc("admission", cls=cls, outcome="rejected_predicted_wait")
             raise Overloaded(
                 f"{cls} queue is about {expected * 1000:.0f} ms long; retry later",

@@ -19,9 +19,11 @@ def gate(**kw: float) -> AdmissionGate:
     base = {
         "max_in_flight": 2,
         "max_queue": 1,
+        "queue_target_ms": 100.0,
         "max_queue_wait_ms": 200.0,
         "batch_max_in_flight": 1,
         "batch_max_queue": 5,
+        "batch_queue_target_ms": 500.0,
         "batch_max_queue_wait_ms": 1000.0,
     }
     base.update(kw)
@@ -43,7 +45,7 @@ async def test_full_queue_is_refused_at_once() -> None:
 
 
 async def test_queue_wait_is_bounded() -> None:
-    g = gate(max_queue_wait_ms=30.0)
+    g = gate(queue_target_ms=30.0, max_queue_wait_ms=30.0)
     await g.acquire(INTERACTIVE)
     await g.acquire(INTERACTIVE)
     with pytest.raises(Overloaded):
@@ -118,7 +120,7 @@ def test_batch_and_interactive_have_their_own_buckets() -> None:
 
 
 async def test_a_queue_too_long_to_clear_in_time_refuses_at_once() -> None:
-    g = gate(max_in_flight=2, max_queue=50, max_queue_wait_ms=100.0)
+    g = gate(max_in_flight=2, max_queue=50, queue_target_ms=50.0, max_queue_wait_ms=100.0)
     g.avg_hold_s = 0.08  # measured: a request holds its slot ~80 ms
     await g.acquire(INTERACTIVE)
     await g.acquire(INTERACTIVE)
@@ -126,7 +128,7 @@ async def test_a_queue_too_long_to_clear_in_time_refuses_at_once() -> None:
     await asyncio.sleep(0)
     assert len(g.queues[INTERACTIVE]) == 1
     with pytest.raises(Overloaded):
-        await g.acquire(INTERACTIVE)  # ~80 ms expected: over half the maximum wait
+        await g.acquire(INTERACTIVE)  # ~80 ms expected: over the 50 ms target
     # refused before queueing, not after waiting out the 100 ms
     assert g.stats.count("admission", outcome="rejected_predicted_wait") == 1
     assert len(g.queues[INTERACTIVE]) == 1
@@ -170,3 +172,27 @@ async def test_a_tenant_over_its_limit_is_refused_without_asking_the_buckets_aga
     await asyncio.sleep(0.55)  # the bucket has refilled: asked again, and admitted
     await limiter.admit("capped", INTERACTIVE)
     assert len(asked) == 3
+
+
+async def test_a_queued_request_is_served_past_the_target_and_refused_only_at_the_cap() -> None:
+    g = gate(max_in_flight=2, max_queue=5, queue_target_ms=20.0, max_queue_wait_ms=300.0)
+    await g.acquire(INTERACTIVE)
+    await g.acquire(INTERACTIVE)
+    waiter = asyncio.create_task(g.acquire(INTERACTIVE))  # nothing measured yet: it queues
+    await asyncio.sleep(0.1)  # five times the target, well inside the cap
+    assert not waiter.done()
+    g.release(INTERACTIVE, held_s=0.1)
+    assert await asyncio.wait_for(waiter, 1) >= 100  # served, with its wait in ms
+    assert g.stats.count("admission", outcome="admitted_after_wait") == 1
+
+
+def test_a_queue_target_above_its_hard_cap_is_a_config_error() -> None:
+    from service.config import ConfigError, load_settings
+
+    with pytest.raises(ConfigError, match=r"admission\.queue_target_ms"):
+        load_settings(
+            environ={
+                "RAGLINE_ADMISSION_QUEUE_TARGET_MS": "500",
+                "RAGLINE_ADMISSION_MAX_QUEUE_WAIT_MS": "400",
+            }
+        )
