@@ -89,8 +89,11 @@ class CacheSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 class AdmissionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     enabled: bool = True
     """Bound in-flight requests and queues; beyond them answer 503 at once."""
-    max_in_flight: int = 32
-    """Requests served at once, all classes together."""
+    max_in_flight: int = 0
+    """Requests served at once, all classes together. 0 = sized for the default generator:
+    4 per CPU core when it answers on this machine's CPU (`extractive`, `local`), where more
+    concurrency only makes every request slower and the event loop too busy to refuse quickly;
+    64 when a model server (`openai`, e.g. vLLM) does the generating and requests mostly wait."""
     max_queue: int = 64
     """Interactive requests that may wait for a slot."""
     queue_target_ms: float = 100.0
@@ -99,8 +102,9 @@ class AdmissionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     max_queue_wait_ms: float = 400.0
     """Hard cap on an interactive request's wait once queued (503 after it). Only reached when
     the prediction was far off; keep it well inside the budget."""
-    batch_max_in_flight: int = 4
-    """Slots batch requests (`X-Ragline-Class: batch`) may hold; the rest stay for interactive."""
+    batch_max_in_flight: int = 0
+    """Slots batch requests (`X-Ragline-Class: batch`) may hold; the rest stay for interactive.
+    0 = a quarter of `max_in_flight` (at least 1)."""
     batch_max_queue: int = 256
     """Batch requests that may wait for a slot."""
     batch_queue_target_ms: float = 5_000.0
@@ -481,8 +485,6 @@ def _check(s: Settings) -> None:
             "cache.l1_max_entries": s.cache.l1_max_entries,
             "cache.l1_max_bytes": s.cache.l1_max_bytes,
             "cache.version_timeout_ms": s.cache.version_timeout_ms,
-            "admission.max_in_flight": s.admission.max_in_flight,
-            "admission.batch_max_in_flight": s.admission.batch_max_in_flight,
         }
     )
     for key, value in positive.items():
@@ -497,7 +499,9 @@ def _check(s: Settings) -> None:
     ):
         if not 0 <= getattr(a, target) <= getattr(a, hard_cap):
             raise ConfigError(f"setting admission.{target}: must be in 0..admission.{hard_cap}")
-    if s.admission.batch_max_in_flight >= s.admission.max_in_flight:
+    if a.max_in_flight < 0 or a.batch_max_in_flight < 0:
+        raise ConfigError("setting admission.*max_in_flight: must be >= 0 (0 = sized for you)")
+    if 0 < a.max_in_flight <= a.batch_max_in_flight:
         raise ConfigError(
             "setting admission.batch_max_in_flight: must be < admission.max_in_flight"
             " (interactive traffic keeps slots batch cannot take)"

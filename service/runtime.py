@@ -22,7 +22,7 @@ from service.embed.batcher import MicroBatcher
 from service.embed.loader import load_embedder
 from service.embed.protocol import Embedder
 from service.generate.extractive import ExtractiveGenerator
-from service.generate.factory import open_router
+from service.generate.factory import CPU_GENERATORS, open_router
 from service.generate.router import GeneratorRouter
 from service.index.edge import EdgeIndex
 from service.index.protocol import VectorIndex
@@ -112,7 +112,13 @@ class Runtime:
         self.answers = self.caching.answers(self.pipeline)
         # admission (in-flight, queues per class) and per-tenant token buckets
         self.gate = (
-            AdmissionGate(settings.admission, self.stats) if settings.admission.enabled else None
+            AdmissionGate(
+                settings.admission,
+                self.stats,
+                cpu_bound=self.router.default[0] in CPU_GENERATORS,
+            )
+            if settings.admission.enabled
+            else None
         )
         self.limiter = TenantLimiter(settings.limits, self.caching.redis, self.stats)
 

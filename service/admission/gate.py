@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
@@ -20,7 +21,7 @@ from contextlib import asynccontextmanager
 import msgspec
 
 from service.cache.stats import Stats
-from service.config import AdmissionSettings
+from service.config import AdmissionSettings, ConfigError
 from service.errors import Overloaded
 
 INTERACTIVE = "interactive"
@@ -37,19 +38,38 @@ class ClassLimits(msgspec.Struct, frozen=True, kw_only=True):
     max_wait_s: float  # hard cap once queued
 
 
+CPU_BOUND_SLOTS_PER_CORE = 4
+MODEL_SERVER_SLOTS = 64
+
+
+def slot_counts(settings: AdmissionSettings, *, cpu_bound: bool) -> tuple[int, int]:
+    """(all classes, batch) in-flight limits, with 0 settings sized for the generator."""
+    total = settings.max_in_flight or (
+        CPU_BOUND_SLOTS_PER_CORE * (os.cpu_count() or 1) if cpu_bound else MODEL_SERVER_SLOTS
+    )
+    batch = settings.batch_max_in_flight or max(1, total // 4)
+    if batch >= total:
+        raise ConfigError(
+            f"setting admission.batch_max_in_flight: must be < admission.max_in_flight"
+            f" ({batch} >= {total})"
+        )
+    return total, batch
+
+
 class AdmissionGate:
-    def __init__(self, settings: AdmissionSettings, stats: Stats) -> None:
-        self.max_in_flight = settings.max_in_flight
+    def __init__(self, settings: AdmissionSettings, stats: Stats, *, cpu_bound: bool) -> None:
+        total, batch = slot_counts(settings, cpu_bound=cpu_bound)
+        self.max_in_flight = total
         self.retry_after_s = settings.retry_after_s
         self.limits = {
             INTERACTIVE: ClassLimits(
-                max_in_flight=settings.max_in_flight,
+                max_in_flight=total,
                 max_queue=settings.max_queue,
                 target_wait_s=settings.queue_target_ms / 1000,
                 max_wait_s=settings.max_queue_wait_ms / 1000,
             ),
             BATCH: ClassLimits(
-                max_in_flight=settings.batch_max_in_flight,
+                max_in_flight=batch,
                 max_queue=settings.batch_max_queue,
                 target_wait_s=settings.batch_queue_target_ms / 1000,
                 max_wait_s=settings.batch_max_queue_wait_ms / 1000,

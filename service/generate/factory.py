@@ -9,6 +9,9 @@ from service.generate.extractive import ExtractiveGenerator
 from service.generate.protocol import Generator
 from service.generate.router import GeneratorRouter
 
+CPU_GENERATORS = frozenset({"extractive", "local"})
+"""Generators that answer on this machine's CPU (admission sizes its slots by cores for them)."""
+
 
 def routed_names(settings: Settings) -> set[str]:
     g = settings.generator

@@ -169,6 +169,7 @@ async def test_overload_is_refused_fast_with_503_and_retry_after(
     runtime.gate = AdmissionGate(
         AdmissionSettings(max_in_flight=2, max_queue=0, batch_max_in_flight=1),
         runtime.stats,
+        cpu_bound=True,
     )
     try:
         slow = [

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import os
 
 import pytest
 
 from service.admission.buckets import Bucket, LocalBuckets, TenantLimiter, buckets_for
-from service.admission.gate import BATCH, INTERACTIVE, AdmissionGate
+from service.admission.gate import BATCH, INTERACTIVE, AdmissionGate, slot_counts
 from service.cache.stats import Stats
-from service.config import AdmissionSettings, LimitsSettings, TenantLimits
+from service.config import AdmissionSettings, ConfigError, LimitsSettings, TenantLimits
 from service.errors import Overloaded, RateLimited
 
 pytestmark = pytest.mark.unit
@@ -27,7 +28,7 @@ def gate(**kw: float) -> AdmissionGate:
         "batch_max_queue_wait_ms": 1000.0,
     }
     base.update(kw)
-    return AdmissionGate(AdmissionSettings(**base), Stats())  # type: ignore[arg-type]
+    return AdmissionGate(AdmissionSettings(**base), Stats(), cpu_bound=True)  # type: ignore[arg-type]
 
 
 async def test_full_queue_is_refused_at_once() -> None:
@@ -187,7 +188,7 @@ async def test_a_queued_request_is_served_past_the_target_and_refused_only_at_th
 
 
 def test_a_queue_target_above_its_hard_cap_is_a_config_error() -> None:
-    from service.config import ConfigError, load_settings
+    from service.config import load_settings
 
     with pytest.raises(ConfigError, match=r"admission\.queue_target_ms"):
         load_settings(
@@ -196,3 +197,12 @@ def test_a_queue_target_above_its_hard_cap_is_a_config_error() -> None:
                 "RAGLINE_ADMISSION_MAX_QUEUE_WAIT_MS": "400",
             }
         )
+
+
+def test_slots_are_sized_for_where_the_answer_is_generated() -> None:
+    cores = os.cpu_count() or 1
+    assert slot_counts(AdmissionSettings(), cpu_bound=True) == (4 * cores, max(1, cores))
+    assert slot_counts(AdmissionSettings(), cpu_bound=False) == (64, 16)
+    assert slot_counts(AdmissionSettings(max_in_flight=10), cpu_bound=True) == (10, 2)
+    with pytest.raises(ConfigError):
+        slot_counts(AdmissionSettings(max_in_flight=3, batch_max_in_flight=3), cpu_bound=True)
