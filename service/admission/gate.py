@@ -4,8 +4,9 @@ only a few slots, so batch traffic can never starve interactive traffic.
 
 A request that finds no free slot queues only if its predicted wait (the requests ahead of it
 times the measured slot turnover) is within its class's target; otherwise, or when the queue is
-full, it is refused at once. Once queued it is served, unless the wait passes the class's hard
-cap (the prediction was far off), so a refusal almost never costs a wait.
+full, it is refused at once; so is a batch request while interactive ones wait. Once queued it is
+served, unless the wait passes the class's hard cap (the prediction was far off), so a refusal
+almost never costs a wait.
 """
 
 from __future__ import annotations
@@ -125,6 +126,15 @@ class AdmissionGate:
             return 0.0
         limits = self.limits[cls]
         queue = self.queues[cls]
+        if cls == BATCH and self.queues[INTERACTIVE]:
+            # interactive requests are waiting, so no batch slot frees up before they are all
+            # served: no wait can be predicted, and batch yields; it retries after Retry-After
+            self.stats.inc("admission", cls=cls, outcome="rejected_interactive_waiting")
+            raise Overloaded(
+                "interactive traffic is waiting; batch retries later",
+                retry_after=self.retry_after_s,
+                code="overloaded",
+            )
         expected = self.expected_wait_s(cls)
         if expected > limits.target_wait_s:
             # say so now rather than after a wait: a refusal should cost microseconds

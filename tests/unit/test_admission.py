@@ -206,3 +206,17 @@ def test_slots_are_sized_for_where_the_answer_is_generated() -> None:
     assert slot_counts(AdmissionSettings(max_in_flight=10), cpu_bound=True) == (10, 2)
     with pytest.raises(ConfigError):
         slot_counts(AdmissionSettings(max_in_flight=3, batch_max_in_flight=3), cpu_bound=True)
+
+
+async def test_batch_is_refused_at_once_while_interactive_requests_wait() -> None:
+    g = gate(max_in_flight=2, batch_max_in_flight=1, max_queue=5)
+    await g.acquire(INTERACTIVE)
+    await g.acquire(INTERACTIVE)
+    waiting = asyncio.create_task(g.acquire(INTERACTIVE))
+    await asyncio.sleep(0)
+    with pytest.raises(Overloaded) as err:
+        await g.acquire(BATCH)  # no wait to predict: it would only queue behind interactive
+    assert err.value.retry_after and not g.queues[BATCH]
+    assert g.stats.count("admission", outcome="rejected_interactive_waiting") == 1
+    g.release(INTERACTIVE)
+    await asyncio.wait_for(waiting, 1)
