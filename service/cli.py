@@ -213,6 +213,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ragline: configuration error: {exc}", file=sys.stderr)
         return 2
     func: Command = args.func
+    if func is not cmd_serve:  # serve installs its own (JSON, at the configured level)
+        from service.telemetry import logs
+
+        # warnings from any library reach the terminal through the same redaction as the service
+        logs.install("text", "WARNING")
     try:
         return func(args, settings)
     except RaglineError as exc:
