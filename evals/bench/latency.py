@@ -14,10 +14,11 @@ import os
 import secrets
 import signal
 import sys
+import tempfile
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import httpx
 import msgspec
@@ -248,6 +249,7 @@ async def over_http(
     await admin.close()
     db_url = f"{database_admin_url.rpartition('/')[0]}/{dbname}"
     proc: asyncio.subprocess.Process | None = None
+    log: IO[bytes] | None = None
     try:
         conn = await asyncpg.connect(db_url)
         await migrate(conn)
@@ -267,15 +269,18 @@ async def over_http(
             "RAGLINE_RERANK_BACKEND": settings.rerank.backend,
             "HF_HUB_OFFLINE": "1",
         }
+        # The server logs a line per request: to a file, never to a pipe nobody reads (a full
+        # pipe would block its event loop mid-benchmark).
+        log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in `finally`
         proc = await asyncio.create_subprocess_exec(
             *(sys.executable, "-m", "service.cli", "serve", "--host", "127.0.0.1"),
             env=env,
             stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE,
+            stderr=log,
             start_new_session=True,
         )
         base = f"http://127.0.0.1:{port}"
-        await _wait_ready(base, proc)
+        await _wait_ready(base, proc, log)
         out: dict[str, Any] = {}
         headers = {"Authorization": f"Bearer {key}"}
         limits = httpx.Limits(max_connections=max(clients), max_keepalive_connections=max(clients))
@@ -320,6 +325,8 @@ async def over_http(
             except TimeoutError:
                 os.killpg(proc.pid, signal.SIGKILL)
                 await proc.wait()
+        if log is not None:
+            log.close()
         admin = await asyncpg.connect(database_admin_url)
         await admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
         await admin.close()
@@ -333,12 +340,15 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def _wait_ready(base: str, proc: asyncio.subprocess.Process, wait_s: float = 180) -> None:
+async def _wait_ready(
+    base: str, proc: asyncio.subprocess.Process, log: IO[bytes], wait_s: float = 180
+) -> None:
     deadline = time.monotonic() + wait_s
     async with httpx.AsyncClient(base_url=base, timeout=2) as http:
         while time.monotonic() < deadline:
             if proc.returncode is not None:
-                err = (await proc.stderr.read()).decode()[-2000:] if proc.stderr else ""
+                log.seek(0)
+                err = log.read().decode(errors="replace")[-2000:]
                 raise RuntimeError(f"ragline serve exited ({proc.returncode}): {err}")
             try:
                 if (await http.get("/readyz")).status_code == 200:
