@@ -1,0 +1,196 @@
+"""Choose an engine-side fusion on the dev split; report every family on test.
+
+    python -m evals.bench.tune_fusion [--state-dir DIR]      # after `python -m evals.bench.tune`
+
+Reads the candidate unions `evals.bench.tune` caches (every judged query of XQuAD-en, CLAPnq
+answerable and SciFact through the serving search, each candidate with its cosine and BM25
+score) and replays, with `service.index.engine_fusion.replay` (the arithmetic the contract tests
+check the engines against), Qdrant's DBSF (list repetitions as weights), weighted RRF and the
+saturating formula over parameter grids, next to the Python z-score fusion. In each family the
+setting with the best mean dev nDCG@10 among those at least as good as the best single retriever
+on every suite's dev half is kept; test halves are reported, never used to choose. Writes
+`bench/results/fusion.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from evals.bench.retrieval import SUITES, bench_settings, machine
+from evals.bench.tune import Suite
+from evals.metrics import mean, ndcg_at_k
+from service.config import load_settings
+from service.index.engine_fusion import EngineFusion, replay_lists, score_lists
+from service.index.fusion import fuse
+from service.index.protocol import Hit
+
+Scorer = Callable[[list[Hit]], list[str]]
+"""Ranks one query's candidates: doc ids, best first."""
+
+
+class Setting(msgspec.Struct, kw_only=True, frozen=True):
+    family: str
+    method: str
+    dense_weight: float
+    rrf_k: float = 0.0
+    saturation: float = 0.0
+    nested: bool = True
+    """False: the lists are the two prefetches alone (no rescoring of the union)."""
+
+
+class Row(msgspec.Struct, kw_only=True):
+    setting: Setting
+    dev: dict[str, float]
+    test: dict[str, float]
+    meets_bar_dev: bool = False
+
+
+def _flat(cands: list[Hit], prefetch: int) -> tuple[dict[str, float], dict[str, float]]:
+    dense, bm25 = score_lists(cands)
+    top_d = sorted(dense, key=lambda p: -dense[p])[:prefetch]
+    top_b = sorted(bm25, key=lambda p: -bm25[p])[:prefetch]
+    return {p: dense[p] for p in top_d}, {p: bm25[p] for p in top_b}
+
+
+def scorer(s: Setting, prefetch: int) -> Scorer:
+    def rank(cands: list[Hit]) -> list[str]:
+        if s.method in ("zscore", "convex"):
+            w = s.dense_weight
+            fused = fuse(cands, method=s.method, dense_weight=w, sparse_weight=1 - w, limit=100)  # type: ignore[arg-type]
+            return [h.doc_id for h in fused]
+        dense, bm25 = score_lists(cands) if s.nested else _flat(cands, prefetch)
+        method: EngineFusion = s.method  # type: ignore[assignment]
+        scores = replay_lists(
+            dense,
+            bm25,
+            method,
+            dense_weight=s.dense_weight,
+            sparse_weight=1 - s.dense_weight,
+            rrf_k=s.rrf_k,
+            saturation=s.saturation,
+        )
+        doc = {h.id: h.doc_id for h in cands}
+        return [doc[p] for p in sorted(scores, key=lambda p: (-scores[p], p))[:100]]
+
+    return rank
+
+
+def evaluate(suites: list[Suite], s: Setting, prefetch: int) -> Row:
+    rank = scorer(s, prefetch)
+
+    def split(suite: Suite, qids: Sequence[str]) -> float:
+        return round(
+            mean([ndcg_at_k(rank(suite.candidates[q]), suite.ds.qrels[q], 10) for q in qids]), 4
+        )
+
+    return Row(
+        setting=s,
+        dev={x.ds.name: split(x, x.dev) for x in suites},
+        test={x.ds.name: split(x, x.test) for x in suites},
+    )
+
+
+WEIGHTS = [round(0.1 * i, 1) for i in range(1, 10)]
+DBSF_WEIGHTS = [0.2, 1 / 3, 0.4, 0.5, 0.6, 2 / 3, 0.8]  # the ratios of ≤ 5 list copies
+RRF_KS = [1.0, 2.0, 5.0, 10.0, 20.0, 60.0]
+SATURATIONS = [0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 12.0, 20.0, 40.0]
+
+
+def settings_grid() -> list[Setting]:
+    grid = [Setting(family="single", method="zscore", dense_weight=w) for w in (1.0, 0.0)]
+    grid += [Setting(family="zscore (python)", method="zscore", dense_weight=w) for w in WEIGHTS]
+    for nested in (True, False):
+        tag = "" if nested else " flat"
+        grid += [
+            Setting(family=f"dbsf{tag}", method="dbsf", dense_weight=round(w, 3), nested=nested)
+            for w in DBSF_WEIGHTS
+        ]
+        grid += [
+            Setting(
+                family=f"engine_rrf{tag}",
+                method="engine_rrf",
+                dense_weight=w,
+                rrf_k=k,
+                nested=nested,
+            )
+            for w, k in itertools.product(WEIGHTS, RRF_KS)
+        ]
+        grid += [
+            Setting(
+                family=f"saturating{tag}",
+                method="saturating",
+                dense_weight=w,
+                saturation=k,
+                nested=nested,
+            )
+            for w, k in itertools.product(WEIGHTS, SATURATIONS)
+        ]
+    return grid
+
+
+def choose(suites: list[Suite], prefetch: int) -> dict[str, Any]:
+    rows = [evaluate(suites, s, prefetch) for s in settings_grid()]
+    singles = [r for r in rows if r.setting.family == "single"]
+    best_single_dev = {n: max(r.dev[n] for r in singles) for n in singles[0].dev}
+    best_single_test = {n: max(r.test[n] for r in singles) for n in singles[0].test}
+    for r in rows:
+        r.meets_bar_dev = all(r.dev[n] >= v for n, v in best_single_dev.items())
+    chosen: dict[str, Row] = {}
+    for family in dict.fromkeys(r.setting.family for r in rows):
+        if family == "single":
+            continue
+        fam = [r for r in rows if r.setting.family == family]
+        ok = [r for r in fam if r.meets_bar_dev]
+        chosen[family] = max(ok or fam, key=lambda r: mean(list(r.dev.values())))
+    return {
+        "single": {r.setting.method + str(r.setting.dense_weight): r for r in singles},
+        "best_single_dev": best_single_dev,
+        "best_single_test": best_single_test,
+        "chosen_per_family": chosen,
+        "test_meets_bar": {
+            f: all(r.test[n] >= v for n, v in best_single_test.items()) for f, r in chosen.items()
+        },
+        "grid": rows,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--suites", nargs="+", default=list(SUITES), choices=SUITES)
+    parser.add_argument("--state-dir", help="state directory (default: storage.state_dir)")
+    parser.add_argument("--out", type=Path, default=Path("bench/results/fusion.json"))
+    args = parser.parse_args(argv)
+    settings = bench_settings(load_settings(), args.state_dir)
+    prefetch = settings.retrieval.prefetch
+    suites = []
+    for name in args.suites:
+        path = settings.state_dir / "bench-cache" / f"tune-{name}-prefetch{prefetch}.msgpack"
+        if not path.is_file():
+            print(f"no candidates at {path}: run `python -m evals.bench.tune` first")
+            return 2
+        suites.append(msgspec.msgpack.decode(path.read_bytes(), type=Suite))
+    report = choose(suites, prefetch)
+    print(f"best single: dev {report['best_single_dev']} test {report['best_single_test']}")
+    for family, row in report["chosen_per_family"].items():
+        s = row.setting
+        params = f"w={s.dense_weight} k={s.rrf_k} K={s.saturation}"
+        print(
+            f"{family:20s} {params:26s} bar(dev)={row.meets_bar_dev!s:5s} "
+            f"bar(test)={report['test_meets_bar'][family]!s:5s} dev={row.dev} test={row.test}"
+        )
+    out = {**machine(), "prefetch": prefetch, "command": " ".join(sys.argv), **report}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(msgspec.json.format(msgspec.json.encode(out)).decode() + "\n")
+    print(f"written {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
