@@ -161,11 +161,79 @@ def choose(suites: list[Suite], prefetch: int) -> dict[str, Any]:
     }
 
 
+LATENCY_VARIANTS: dict[str, dict[str, Any]] = {
+    "zscore (python, 2 requests)": {"fusion": "zscore", "dense_weight": 0.6},
+    "dbsf 1:1": {"fusion": "dbsf", "dense_weight": 0.5},
+    "dbsf 3:2": {"fusion": "dbsf", "dense_weight": 0.6},
+    "dbsf 1:4": {"fusion": "dbsf", "dense_weight": 0.1},
+    "engine_rrf": {"fusion": "engine_rrf", "dense_weight": 0.6},
+    "saturating": {"fusion": "saturating", "dense_weight": 0.6},
+}
+
+
+def search_latency(settings: Any, suite: str, data_dir: Path | None, rounds: int) -> dict[str, Any]:
+    """In-process engine search time per fusion on the tune index of `suite` (built by
+    `evals.bench.tune`), tenant and ACL filtered, variants interleaved query by query."""
+    import time
+
+    from evals.bench.corpus import BENCH_TENANT, METADATA_FIELDS, everyone
+    from evals.bench.latency import dist
+    from evals.bench.retrieval import load_suite
+    from service.embed.loader import load_embedder
+    from service.index.edge import EdgeIndex
+    from service.index.protocol import SearchQuery
+    from service.index.schema import collection_spec
+    from service.text.bm25 import query_vector
+
+    embedder = load_embedder(settings)
+    path = settings.state_dir / "index" / f"tune_{suite.replace('-', '_')}"
+    index = EdgeIndex.open(
+        path, dim=embedder.dim, spec=collection_spec(embedder.dim, METADATA_FIELDS)
+    )
+    queries = [q.text for q in load_suite(suite, data_dir).judged_queries()]
+    vectors = embedder.embed(queries)
+    r = settings.retrieval
+    times: dict[str, list[float]] = {k: [] for k in LATENCY_VARIANTS}
+    names = list(LATENCY_VARIANTS)
+    try:
+        for rnd in range(rounds):
+            for i, (text, v) in enumerate(zip(queries, vectors, strict=True)):
+                order = names[(i + rnd) % len(names) :] + names[: (i + rnd) % len(names)]
+                for name in order:
+                    kw = LATENCY_VARIANTS[name]
+                    q = SearchQuery(
+                        tenant_id=BENCH_TENANT,
+                        identities=everyone(),
+                        dense=v.tolist(),
+                        sparse=query_vector(text),
+                        limit=r.top_k,
+                        prefetch=r.prefetch,
+                        fusion=kw["fusion"],
+                        dense_weight=kw["dense_weight"],
+                        sparse_weight=1 - kw["dense_weight"],
+                    )
+                    t0 = time.perf_counter()
+                    index._search_sync(q)
+                    times[name].append((time.perf_counter() - t0) * 1000)
+    finally:
+        index._shard.close()
+    return {"suite": suite, "limit": r.top_k, "queries": len(queries), "rounds": rounds} | {
+        k: dist(v) for k, v in times.items()
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--suites", nargs="+", default=list(SUITES), choices=SUITES)
     parser.add_argument("--state-dir", help="state directory (default: storage.state_dir)")
     parser.add_argument("--out", type=Path, default=Path("bench/results/fusion.json"))
+    parser.add_argument("--data-dir", type=Path, default=None)
+    parser.add_argument(
+        "--latency-rounds",
+        type=int,
+        default=0,
+        help="time each fusion on the SciFact tune index",
+    )
     args = parser.parse_args(argv)
     settings = bench_settings(load_settings(), args.state_dir)
     prefetch = settings.retrieval.prefetch
@@ -186,6 +254,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"bar(test)={report['test_meets_bar'][family]!s:5s} dev={row.dev} test={row.test}"
         )
     out = {**machine(), "prefetch": prefetch, "command": " ".join(sys.argv), **report}
+    if args.latency_rounds:
+        out["latency_ms"] = search_latency(settings, "scifact", args.data_dir, args.latency_rounds)
+        print(msgspec.json.encode(out["latency_ms"]).decode())
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(msgspec.json.format(msgspec.json.encode(out)).decode() + "\n")
     print(f"written {args.out}")
