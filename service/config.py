@@ -187,10 +187,14 @@ class RetrievalSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     """Candidates each retriever contributes before fusion (hard cap: 500)."""
     shortlist: int = 30
     """Fused candidates handed to the reranker (hard cap: 200); at least top_k."""
-    fusion: Literal["convex", "zscore", "rrf", "dbsf", "engine_rrf", "saturating"] = "zscore"
+    fusion: Literal["convex", "zscore", "rrf", "dbsf", "engine_rrf", "saturating", "per_term"] = (
+        "zscore"
+    )
     """How dense and BM25 scores are fused: in Python over both rescored lists (`zscore`,
-    `convex`, `rrf`) or inside one engine query (`dbsf`, `engine_rrf`, `saturating`); chosen on
-    the dev split, see docs/retrieval.md."""
+    `convex`, `rrf`) or inside one engine query (`dbsf`, `engine_rrf`, `saturating`,
+    `per_term`); chosen on the dev split, see docs/retrieval.md."""
+    bm25_scale: float = 4.5
+    """S of the `per_term` fusion, `w·cos + (1 − w)·bm25 / (S · distinct query terms)`."""
     rrf_k: int = 60
     """k of the `rrf` and `engine_rrf` fusions."""
     saturation: float = 5.0
@@ -460,6 +464,7 @@ def _check(s: Settings) -> None:
         "retrieval.prefetch": s.retrieval.prefetch,
         "retrieval.rrf_k": s.retrieval.rrf_k,
         "retrieval.saturation": s.retrieval.saturation,
+        "retrieval.bm25_scale": s.retrieval.bm25_scale,
         "budget.ttft_ms": s.budget.ttft_ms,
         "generator.max_tokens": s.generator.max_tokens,
         "grounding.timeout_ms": s.grounding.timeout_ms,

@@ -5,16 +5,18 @@
 Reads the candidate unions `evals.bench.tune` caches (every judged query of XQuAD-en, CLAPnq
 answerable and SciFact through the serving search, each candidate with its cosine and BM25
 score) and replays, with `service.index.engine_fusion.replay` (the arithmetic the contract tests
-check the engines against), Qdrant's DBSF (list repetitions as weights), weighted RRF and the
-saturating formula over parameter grids, next to the Python z-score fusion. In each family the
-setting with the best mean dev nDCG@10 among those at least as good as the best single retriever
-on every suite's dev half is kept; test halves are reported, never used to choose. Writes
+check the engines against), Qdrant's DBSF (list repetitions as weights), weighted RRF, the
+saturating formula and the per-query-term formula over parameter grids, next to the Python
+z-score fusion. In each family the setting with the best mean dev nDCG@10 among those at least
+as good as the best single retriever on every suite's dev half is kept; test halves are
+reported, never used to choose. Writes
 `bench/results/fusion.json`.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import itertools
 import sys
 from collections.abc import Callable, Sequence
@@ -30,9 +32,10 @@ from service.config import load_settings
 from service.index.engine_fusion import EngineFusion, replay_lists, score_lists
 from service.index.fusion import fuse
 from service.index.protocol import Hit
+from service.text.bm25 import query_vector
 
-Scorer = Callable[[list[Hit]], list[str]]
-"""Ranks one query's candidates: doc ids, best first."""
+Scorer = Callable[[list[Hit], int], list[str]]
+"""Ranks one query's candidates (given its distinct BM25 terms): doc ids, best first."""
 
 
 class Setting(msgspec.Struct, kw_only=True, frozen=True):
@@ -41,6 +44,7 @@ class Setting(msgspec.Struct, kw_only=True, frozen=True):
     dense_weight: float
     rrf_k: float = 0.0
     saturation: float = 0.0
+    bm25_scale: float = 0.0
     nested: bool = True
     """False: the lists are the two prefetches alone (no rescoring of the union)."""
 
@@ -60,7 +64,7 @@ def _flat(cands: list[Hit], prefetch: int) -> tuple[dict[str, float], dict[str, 
 
 
 def scorer(s: Setting, prefetch: int) -> Scorer:
-    def rank(cands: list[Hit]) -> list[str]:
+    def rank(cands: list[Hit], query_terms: int) -> list[str]:
         if s.method in ("zscore", "convex"):
             w = s.dense_weight
             fused = fuse(cands, method=s.method, dense_weight=w, sparse_weight=1 - w, limit=100)  # type: ignore[arg-type]
@@ -75,6 +79,8 @@ def scorer(s: Setting, prefetch: int) -> Scorer:
             sparse_weight=1 - s.dense_weight,
             rrf_k=s.rrf_k,
             saturation=s.saturation,
+            bm25_scale=s.bm25_scale,
+            query_terms=query_terms,
         )
         doc = {h.id: h.doc_id for h in cands}
         return [doc[p] for p in sorted(scores, key=lambda p: (-scores[p], p))[:100]]
@@ -86,9 +92,15 @@ def evaluate(suites: list[Suite], s: Setting, prefetch: int) -> Row:
     rank = scorer(s, prefetch)
 
     def split(suite: Suite, qids: Sequence[str]) -> float:
-        return round(
-            mean([ndcg_at_k(rank(suite.candidates[q]), suite.ds.qrels[q], 10) for q in qids]), 4
-        )
+        values = [
+            ndcg_at_k(
+                rank(suite.candidates[q], len(query_vector(suite.text[q]).indices)),
+                suite.ds.qrels[q],
+                10,
+            )
+            for q in qids
+        ]
+        return round(mean(values), 4)
 
     return Row(
         setting=s,
@@ -101,6 +113,9 @@ WEIGHTS = [round(0.1 * i, 1) for i in range(1, 10)]
 DBSF_WEIGHTS = [0.2, 1 / 3, 0.4, 0.5, 0.6, 2 / 3, 0.8]  # the ratios of ≤ 5 list copies
 RRF_KS = [1.0, 2.0, 5.0, 10.0, 20.0, 60.0]
 SATURATIONS = [0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 12.0, 20.0, 40.0]
+BM25_SCALES = [2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 5.5, 6.0, 7.0, 8.0, 10.0]
+PER_TERM_DENSE_WEIGHT = 0.6
+"""Only λ = (1 − w) / (w · S) matters for ranking: w stays the serving dense weight, S is tuned."""
 
 
 def settings_grid() -> list[Setting]:
@@ -131,6 +146,16 @@ def settings_grid() -> list[Setting]:
                 nested=nested,
             )
             for w, k in itertools.product(WEIGHTS, SATURATIONS)
+        ]
+        grid += [
+            Setting(
+                family=f"per_term{tag}",
+                method="per_term",
+                dense_weight=PER_TERM_DENSE_WEIGHT,
+                bm25_scale=scale,
+                nested=nested,
+            )
+            for scale in BM25_SCALES
         ]
     return grid
 
@@ -168,6 +193,7 @@ LATENCY_VARIANTS: dict[str, dict[str, Any]] = {
     "dbsf 1:4": {"fusion": "dbsf", "dense_weight": 0.1},
     "engine_rrf": {"fusion": "engine_rrf", "dense_weight": 0.6},
     "saturating": {"fusion": "saturating", "dense_weight": 0.6},
+    "per_term": {"fusion": "per_term", "dense_weight": 0.6},
 }
 
 
@@ -216,7 +242,7 @@ def search_latency(settings: Any, suite: str, data_dir: Path | None, rounds: int
                     index._search_sync(q)
                     times[name].append((time.perf_counter() - t0) * 1000)
     finally:
-        index._shard.close()
+        asyncio.run(index.close())
     return {"suite": suite, "limit": r.top_k, "queries": len(queries), "rounds": rounds} | {
         k: dist(v) for k, v in times.items()
     }
@@ -248,7 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"best single: dev {report['best_single_dev']} test {report['best_single_test']}")
     for family, row in report["chosen_per_family"].items():
         s = row.setting
-        params = f"w={s.dense_weight} k={s.rrf_k} K={s.saturation}"
+        params = f"w={round(s.dense_weight, 3)} k={s.rrf_k} K={s.saturation} S={s.bm25_scale}"
         print(
             f"{family:20s} {params:26s} bar(dev)={row.meets_bar_dev!s:5s} "
             f"bar(test)={report['test_meets_bar'][family]!s:5s} dev={row.dev} test={row.test}"

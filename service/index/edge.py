@@ -21,7 +21,7 @@ import msgspec
 import qdrant_edge as qe
 
 from service.errors import UpstreamError
-from service.index.engine_fusion import ENGINE_FUSIONS, cosine, list_copies
+from service.index.engine_fusion import ENGINE_FUSIONS, cosine, list_copies, per_term_weights
 from service.index.filters import AnyOf, Condition, FilterSpec, Match
 from service.index.fusion import DENSE_KEY, SPARSE_KEY, FusionMethod, fuse
 from service.index.protocol import Chunk, Hit, SearchQuery, hit_from_payload, point_id
@@ -109,6 +109,10 @@ def _tenant_acl_filter(
     return qe.Filter(must=must)
 
 
+def _terms(q: SearchQuery) -> int:
+    return len(q.sparse.indices) if q.sparse is not None else 0
+
+
 def _engine_query(q: SearchQuery) -> Any:
     """The scoring query over the two outer lists (dense-rescored, BM25-rescored union)."""
     if q.fusion == "dbsf":
@@ -116,13 +120,21 @@ def _engine_query(q: SearchQuery) -> Any:
     if q.fusion == "engine_rrf":
         return qe.Fusion.Rrf(k=int(q.rrf_k), weights=[q.dense_weight, q.sparse_weight])
     e = qe.Expression
+    defaults = {"$score[0]": 0.0, "$score[1]": 0.0}
+    if q.fusion == "per_term":
+        wd, ws = per_term_weights(q.dense_weight, q.sparse_weight, q.bm25_scale, _terms(q))
+        terms = [
+            e.Mult([e.Constant(wd), e.Variable("$score[0]")]),
+            e.Mult([e.Constant(ws), e.Variable("$score[1]")]),
+        ]
+        return qe.Formula(e.Sum(terms), defaults)
     w = q.dense_weight / (q.dense_weight + q.sparse_weight)
     bm25 = e.Variable("$score[1]")
     saturated = e.Div(bm25, e.Sum([bm25, e.Constant(q.saturation)]), 0.0)
     formula = e.Sum(
         [e.Mult([e.Constant(w), e.Variable("$score[0]")]), e.Mult([e.Constant(1 - w), saturated])]
     )
-    return qe.Formula(formula, {"$score[0]": 0.0, "$score[1]": 0.0})
+    return qe.Formula(formula, defaults)
 
 
 def search_requests(q: SearchQuery, flt: Any) -> list[Any]:

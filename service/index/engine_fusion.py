@@ -12,6 +12,10 @@ list: 0). The query over the two outer lists is one of:
 - `engine_rrf`: Qdrant's weighted RRF, `Σ 1 / (rank / weight + k − 1)` (rank from 1).
 - `saturating`: a formula, `w · cos + (1 − w) · bm25 / (bm25 + K)`; the saturation keeps BM25 on
   the cosine's 0..1 scale without statistics a formula cannot take.
+- `per_term`: a formula, `w · cos + (1 − w) · bm25 / (S · n)` with n the query's distinct BM25
+  terms: BM25 grows with the terms a query has, so it is brought to the cosine's scale per term
+  (`bm25_scale` S, tuned on dev). Z-score fusion ranks like `cos + λ · bm25` with λ taken from the
+  candidates' spread, which a formula cannot compute; here λ comes from the query's length.
 
 `replay` computes the same arithmetic in Python from candidates that carry both scores: the tune
 harness chooses parameters with it, and the contract tests check the engines rank as it does.
@@ -26,8 +30,8 @@ from typing import Literal
 from service.index.fusion import DENSE_KEY, SPARSE_KEY
 from service.index.protocol import Hit, SearchQuery
 
-EngineFusion = Literal["dbsf", "engine_rrf", "saturating"]
-ENGINE_FUSIONS: tuple[EngineFusion, ...] = ("dbsf", "engine_rrf", "saturating")
+EngineFusion = Literal["dbsf", "engine_rrf", "saturating", "per_term"]
+ENGINE_FUSIONS: tuple[EngineFusion, ...] = ("dbsf", "engine_rrf", "saturating", "per_term")
 
 
 def _distr_norm(scores: Sequence[float]) -> list[float]:
@@ -49,6 +53,14 @@ def copies(dense_weight: float, sparse_weight: float, max_total: int = 5) -> tup
     target = dense_weight / (dense_weight + sparse_weight)
     pairs = [(a, t - a) for t in range(2, max_total + 1) for a in range(1, t)]
     return min(pairs, key=lambda p: (abs(p[0] / (p[0] + p[1]) - target), p[0] + p[1]))
+
+
+def per_term_weights(
+    dense_weight: float, sparse_weight: float, bm25_scale: float, query_terms: int
+) -> tuple[float, float]:
+    """The `per_term` formula's multipliers of the cosine and of the raw BM25 score."""
+    w = dense_weight / (dense_weight + sparse_weight)
+    return w, (1 - w) / (bm25_scale * max(query_terms, 1))
 
 
 def list_copies(q: SearchQuery) -> tuple[int, int]:
@@ -80,6 +92,8 @@ def replay(
     sparse_weight: float,
     rrf_k: float = 60.0,
     saturation: float = 5.0,
+    bm25_scale: float = 4.5,
+    query_terms: int = 1,
 ) -> dict[str, float]:
     """The engine's fused score of each candidate (by point id)."""
     dense, bm25 = score_lists(candidates)
@@ -91,6 +105,8 @@ def replay(
         sparse_weight=sparse_weight,
         rrf_k=rrf_k,
         saturation=saturation,
+        bm25_scale=bm25_scale,
+        query_terms=query_terms,
     )
 
 
@@ -103,9 +119,16 @@ def replay_lists(
     sparse_weight: float,
     rrf_k: float = 60.0,
     saturation: float = 5.0,
+    bm25_scale: float = 4.5,
+    query_terms: int = 1,
 ) -> dict[str, float]:
     """`replay` over the two lists as the engine sees them (a point absent from one: 0)."""
     fused = dict.fromkeys([*dense, *bm25], 0.0)
+    if method == "per_term":
+        wd, ws = per_term_weights(dense_weight, sparse_weight, bm25_scale, query_terms)
+        for pid in fused:
+            fused[pid] = wd * dense.get(pid, 0.0) + ws * bm25.get(pid, 0.0)
+        return fused
     if method == "saturating":
         w = dense_weight / (dense_weight + sparse_weight)
         for pid in fused:

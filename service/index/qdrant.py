@@ -22,7 +22,7 @@ from qdrant_client import AsyncQdrantClient
 from qdrant_client import models as qm
 
 from service.errors import UpstreamError
-from service.index.engine_fusion import ENGINE_FUSIONS, cosine, list_copies
+from service.index.engine_fusion import ENGINE_FUSIONS, cosine, list_copies, per_term_weights
 from service.index.filters import AnyOf, Condition, FilterSpec, Match
 from service.index.fusion import DENSE_KEY, SPARSE_KEY, FusionMethod, fuse
 from service.index.protocol import Chunk, Hit, SearchQuery, hit_from_payload, point_id
@@ -92,6 +92,17 @@ def _engine_query(q: SearchQuery) -> Any:
         return qm.FusionQuery(fusion=qm.Fusion.DBSF)
     if q.fusion == "engine_rrf":
         return qm.RrfQuery(rrf=qm.Rrf(k=int(q.rrf_k), weights=[q.dense_weight, q.sparse_weight]))
+    defaults: dict[str, Any] = {"$score[0]": 0.0, "$score[1]": 0.0}
+    if q.fusion == "per_term":
+        terms = len(q.sparse.indices) if q.sparse is not None else 0
+        wd, ws = per_term_weights(q.dense_weight, q.sparse_weight, q.bm25_scale, terms)
+        linear = qm.SumExpression(
+            sum=[
+                qm.MultExpression(mult=[wd, "$score[0]"]),
+                qm.MultExpression(mult=[ws, "$score[1]"]),
+            ]
+        )
+        return qm.FormulaQuery(formula=linear, defaults=defaults)
     w = q.dense_weight / (q.dense_weight + q.sparse_weight)
     saturated = qm.DivExpression(
         div=qm.DivParams(
@@ -106,7 +117,7 @@ def _engine_query(q: SearchQuery) -> Any:
             qm.MultExpression(mult=[1 - w, saturated]),
         ]
     )
-    return qm.FormulaQuery(formula=formula, defaults={"$score[0]": 0.0, "$score[1]": 0.0})
+    return qm.FormulaQuery(formula=formula, defaults=defaults)
 
 
 def search_requests(q: SearchQuery, flt: qm.Filter | None) -> list[qm.QueryRequest]:

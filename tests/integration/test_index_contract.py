@@ -307,7 +307,16 @@ async def test_engine_fusion_ranks_as_its_python_replay(
     for key in ("dense", "bm25"):  # rank fusion is only defined without ties
         scores = [round(h.scores[key], 5) for h in union if h.scores[key] > 0]
         assert len(set(scores)) == len(scores), key
-    expected = replay(union, fusion, dense_weight=wd, sparse_weight=ws, rrf_k=5, saturation=2.0)
+    expected = replay(
+        union,
+        fusion,
+        dense_weight=wd,
+        sparse_weight=ws,
+        rrf_k=5,
+        saturation=2.0,
+        bm25_scale=3.0,
+        query_terms=len(query_vector(text).indices),
+    )
     hits = await index.search(
         query(
             text,
@@ -318,6 +327,7 @@ async def test_engine_fusion_ranks_as_its_python_replay(
             sparse_weight=ws,
             rrf_k=5,
             saturation=2.0,
+            bm25_scale=3.0,
         )
     )
     assert len(hits) == 6

@@ -41,6 +41,19 @@ def test_saturating_formula_values() -> None:
     assert order(replay(CANDS, "saturating", dense_weight=1, sparse_weight=0)) == list("abcd")
 
 
+def test_per_term_scales_bm25_by_the_query_terms() -> None:
+    scores = replay(
+        CANDS, "per_term", dense_weight=0.6, sparse_weight=0.4, bm25_scale=4.0, query_terms=3
+    )
+    assert scores["b"] == pytest.approx(0.6 * 0.60 + 0.4 * 12 / (4.0 * 3))
+    assert scores["a"] == pytest.approx(0.6 * 0.90)
+    # more query terms, less weight per BM25 point: the dense winner comes back on top
+    longer = replay(
+        CANDS, "per_term", dense_weight=0.6, sparse_weight=0.4, bm25_scale=4.0, query_terms=30
+    )
+    assert order(longer)[0] == "a" and order(scores)[0] == "b"
+
+
 def test_engine_rrf_is_qdrants_weighted_formula() -> None:
     scores = replay(CANDS, "engine_rrf", dense_weight=0.5, sparse_weight=0.5, rrf_k=2)
     # b: dense rank 2, BM25 rank 1; a: dense rank 1, absent from the BM25 list
