@@ -21,7 +21,14 @@ import msgspec
 import qdrant_edge as qe
 
 from service.errors import UpstreamError
-from service.index.engine_fusion import ENGINE_FUSIONS, cosine, list_copies, per_term_weights
+from service.index.engine_fusion import (
+    ENGINE_FUSIONS,
+    fused_hit,
+    is_hybrid,
+    list_copies,
+    needs_bm25_list,
+    per_term_weights,
+)
 from service.index.filters import AnyOf, Condition, FilterSpec, Match
 from service.index.fusion import DENSE_KEY, SPARSE_KEY, FusionMethod, fuse
 from service.index.protocol import Chunk, Hit, SearchQuery, hit_from_payload, point_id
@@ -184,7 +191,7 @@ def search_requests(q: SearchQuery, flt: Any) -> list[Any]:
         with_payload=True,
         with_vector=[DENSE],
     )
-    return [fused, rescored[1]]
+    return [fused, rescored[1]] if needs_bm25_list(q) else [fused]
 
 
 def hits_from_results(q: SearchQuery, results: list[Any]) -> list[Hit]:
@@ -192,6 +199,12 @@ def hits_from_results(q: SearchQuery, results: list[Any]) -> list[Hit]:
     top `q.limit` hits."""
     if not results:
         return []
+    if q.fusion in ENGINE_FUSIONS and is_hybrid(q):
+        bm25 = {str(p.id): p.score for p in results[1]} if len(results) > 1 else None
+        return [
+            fused_hit(q, p.id, p.score, p.payload or {}, (p.vector or {}).get(DENSE, []), bm25)
+            for p in results[0]
+        ]
     if len(results) == 1:
         key = DENSE_KEY if q.dense is not None and q.dense_weight > 0 else SPARSE_KEY
         return [
@@ -199,19 +212,6 @@ def hits_from_results(q: SearchQuery, results: list[Any]) -> list[Hit]:
             for p in results[0][: q.limit]
         ]
     bm25 = {str(p.id): p.score for p in results[1]}
-    if q.fusion in ENGINE_FUSIONS:
-        return [
-            hit_from_payload(
-                p.id,
-                p.score,
-                p.payload or {},
-                {
-                    DENSE_KEY: cosine(q.dense or [], (p.vector or {}).get(DENSE, [])),
-                    SPARSE_KEY: bm25.get(str(p.id), 0.0),
-                },
-            )
-            for p in results[0]
-        ]
     hits = [
         hit_from_payload(
             p.id,

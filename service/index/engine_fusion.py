@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from service.index.fusion import DENSE_KEY, SPARSE_KEY
-from service.index.protocol import Hit, SearchQuery
+from service.index.protocol import Hit, SearchQuery, hit_from_payload
 
 EngineFusion = Literal["dbsf", "engine_rrf", "saturating", "per_term"]
 ENGINE_FUSIONS: tuple[EngineFusion, ...] = ("dbsf", "engine_rrf", "saturating", "per_term")
@@ -61,6 +61,38 @@ def per_term_weights(
     """The `per_term` formula's multipliers of the cosine and of the raw BM25 score."""
     w = dense_weight / (dense_weight + sparse_weight)
     return w, (1 - w) / (bm25_scale * max(query_terms, 1))
+
+
+def is_hybrid(q: SearchQuery) -> bool:
+    """Both retrievers take part (otherwise one plain search, nothing to fuse)."""
+    dense = q.dense is not None and q.dense_weight > 0
+    return dense and q.sparse is not None and bool(q.sparse.indices) and q.sparse_weight > 0
+
+
+def needs_bm25_list(q: SearchQuery) -> bool:
+    """Whether the hits' BM25 scores need the BM25-rescored union next to the fused query:
+    `per_term` is linear, so a hit's BM25 score is what its fused score leaves after the cosine."""
+    return q.fusion != "per_term"
+
+
+def fused_hit(
+    q: SearchQuery,
+    pid: Any,
+    score: float,
+    payload: dict[str, Any],
+    dense_vector: Sequence[float],
+    bm25: dict[str, float] | None,
+) -> Hit:
+    """A hit of the engine's fused list, with each retriever's own score: the cosine from the
+    returned dense vector, BM25 from the rescored union or from the linear formula."""
+    cos = cosine(q.dense or [], dense_vector)
+    if bm25 is not None:
+        raw = bm25.get(str(pid), 0.0)
+    else:
+        terms = len(q.sparse.indices) if q.sparse is not None else 0
+        wd, ws = per_term_weights(q.dense_weight, q.sparse_weight, q.bm25_scale, terms)
+        raw = max(0.0, (score - wd * cos) / ws)
+    return hit_from_payload(pid, score, payload, {DENSE_KEY: cos, SPARSE_KEY: raw})
 
 
 def list_copies(q: SearchQuery) -> tuple[int, int]:

@@ -22,7 +22,14 @@ from qdrant_client import AsyncQdrantClient
 from qdrant_client import models as qm
 
 from service.errors import UpstreamError
-from service.index.engine_fusion import ENGINE_FUSIONS, cosine, list_copies, per_term_weights
+from service.index.engine_fusion import (
+    ENGINE_FUSIONS,
+    fused_hit,
+    is_hybrid,
+    list_copies,
+    needs_bm25_list,
+    per_term_weights,
+)
 from service.index.filters import AnyOf, Condition, FilterSpec, Match
 from service.index.fusion import DENSE_KEY, SPARSE_KEY, FusionMethod, fuse
 from service.index.protocol import Chunk, Hit, SearchQuery, hit_from_payload, point_id
@@ -162,7 +169,7 @@ def search_requests(q: SearchQuery, flt: qm.Filter | None) -> list[qm.QueryReque
         with_payload=True,
         with_vector=[DENSE],
     )
-    return [fused, rescored[1]]
+    return [fused, rescored[1]] if needs_bm25_list(q) else [fused]
 
 
 def _dense_of(p: qm.ScoredPoint) -> list[float]:
@@ -173,6 +180,12 @@ def _dense_of(p: qm.ScoredPoint) -> list[float]:
 def hits_from_responses(q: SearchQuery, responses: Sequence[qm.QueryResponse]) -> list[Hit]:
     if not responses:
         return []
+    if q.fusion in ENGINE_FUSIONS and is_hybrid(q):
+        bm25 = {str(p.id): p.score for p in responses[1].points} if len(responses) > 1 else None
+        return [
+            fused_hit(q, p.id, p.score, p.payload or {}, _dense_of(p), bm25)
+            for p in responses[0].points
+        ]
     if len(responses) == 1:
         key = DENSE_KEY if q.dense is not None and q.dense_weight > 0 else SPARSE_KEY
         return [
@@ -180,19 +193,6 @@ def hits_from_responses(q: SearchQuery, responses: Sequence[qm.QueryResponse]) -
             for p in responses[0].points[: q.limit]
         ]
     bm25 = {str(p.id): p.score for p in responses[1].points}
-    if q.fusion in ENGINE_FUSIONS:
-        return [
-            hit_from_payload(
-                p.id,
-                p.score,
-                p.payload or {},
-                {
-                    DENSE_KEY: cosine(q.dense or [], _dense_of(p)),
-                    SPARSE_KEY: bm25.get(str(p.id), 0.0),
-                },
-            )
-            for p in responses[0].points
-        ]
     hits = [
         hit_from_payload(
             p.id,
