@@ -197,8 +197,18 @@ class RetrievalSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     """Candidates each retriever contributes before fusion (hard cap: 500)."""
     shortlist: int = 30
     """Fused candidates handed to the reranker (hard cap: 200); at least top_k."""
-    fusion: Literal["convex", "zscore", "rrf"] = "zscore"
-    """How dense and BM25 scores are fused (chosen on the dev split: see the README)."""
+    fusion: Literal["convex", "zscore", "rrf", "dbsf", "engine_rrf", "saturating", "per_term"] = (
+        "zscore"
+    )
+    """How dense and BM25 scores are fused: in Python over both rescored lists (`zscore`,
+    `convex`, `rrf`) or inside one engine query (`dbsf`, `engine_rrf`, `saturating`,
+    `per_term`); chosen on the dev split, see docs/retrieval.md."""
+    bm25_scale: float = 4.5
+    """S of the `per_term` fusion, `w·cos + (1 − w)·bm25 / (S · distinct query terms)`."""
+    rrf_k: int = 60
+    """k of the `rrf` and `engine_rrf` fusions."""
+    saturation: float = 5.0
+    """K of the `saturating` fusion, `w·cos + (1 − w)·bm25 / (bm25 + K)`."""
     dense_weight: float = 0.6
     """Weight of the dense score in the fusion for Latin-script queries (BM25 gets the rest)."""
     non_latin_dense_weight: float = 0.1
@@ -462,6 +472,9 @@ def _check(s: Settings) -> None:
         "retrieval.top_k": s.retrieval.top_k,
         "retrieval.max_top_k": s.retrieval.max_top_k,
         "retrieval.prefetch": s.retrieval.prefetch,
+        "retrieval.rrf_k": s.retrieval.rrf_k,
+        "retrieval.saturation": s.retrieval.saturation,
+        "retrieval.bm25_scale": s.retrieval.bm25_scale,
         "budget.ttft_ms": s.budget.ttft_ms,
         "generator.max_tokens": s.generator.max_tokens,
         "grounding.timeout_ms": s.grounding.timeout_ms,

@@ -15,14 +15,22 @@ import json
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import msgspec
 import qdrant_edge as qe
 
 from service.errors import UpstreamError
+from service.index.engine_fusion import (
+    ENGINE_FUSIONS,
+    fused_hit,
+    is_hybrid,
+    list_copies,
+    needs_bm25_list,
+    per_term_weights,
+)
 from service.index.filters import AnyOf, Condition, FilterSpec, Match
-from service.index.fusion import DENSE_KEY, SPARSE_KEY, fuse
+from service.index.fusion import DENSE_KEY, SPARSE_KEY, FusionMethod, fuse
 from service.index.protocol import Chunk, Hit, SearchQuery, hit_from_payload, point_id
 from service.index.rwlock import RWLock
 from service.index.schema import (
@@ -108,12 +116,43 @@ def _tenant_acl_filter(
     return qe.Filter(must=must)
 
 
+def _terms(q: SearchQuery) -> int:
+    return len(q.sparse.indices) if q.sparse is not None else 0
+
+
+def _engine_query(q: SearchQuery) -> Any:
+    """The scoring query over the two outer lists (dense-rescored, BM25-rescored union)."""
+    if q.fusion == "dbsf":
+        return qe.Fusion.Dbsf()
+    if q.fusion == "engine_rrf":
+        return qe.Fusion.Rrf(k=int(q.rrf_k), weights=[q.dense_weight, q.sparse_weight])
+    e = qe.Expression
+    defaults = {"$score[0]": 0.0, "$score[1]": 0.0}
+    if q.fusion == "per_term":
+        wd, ws = per_term_weights(q.dense_weight, q.sparse_weight, q.bm25_scale, _terms(q))
+        terms = [
+            e.Mult([e.Constant(wd), e.Variable("$score[0]")]),
+            e.Mult([e.Constant(ws), e.Variable("$score[1]")]),
+        ]
+        return qe.Formula(e.Sum(terms), defaults)
+    w = q.dense_weight / (q.dense_weight + q.sparse_weight)
+    bm25 = e.Variable("$score[1]")
+    saturated = e.Div(bm25, e.Sum([bm25, e.Constant(q.saturation)]), 0.0)
+    formula = e.Sum(
+        [e.Mult([e.Constant(w), e.Variable("$score[0]")]), e.Mult([e.Constant(1 - w), saturated])]
+    )
+    return qe.Formula(formula, defaults)
+
+
 def search_requests(q: SearchQuery, flt: Any) -> list[Any]:
     """The engine requests of one search: one batch, one round trip.
 
-    With both vectors: the union of the dense and the BM25 top `prefetch`, rescored once by each
-    (request 0 carries the payload and the cosines, request 1 the BM25 scores). `flt` None is
-    the unfiltered search the benchmark compares against.
+    With both vectors: the union of the dense and the BM25 top `prefetch`, rescored once by each.
+    Python fusions get both rescored lists (request 0 carries the payload and the cosines,
+    request 1 the BM25 scores); engine fusions (`service.index.engine_fusion`) get one fused
+    query over the two rescored lists (the top `limit` with payload and dense vector, for the
+    cosine) and the BM25-rescored union for the hits' BM25 scores. `flt` None is the unfiltered
+    search the benchmark compares against.
     """
     vectors: list[tuple[str, Any]] = []
     if q.dense is not None and q.dense_weight > 0:
@@ -126,7 +165,7 @@ def search_requests(q: SearchQuery, flt: Any) -> list[Any]:
             qe.QueryRequest(limit=q.prefetch, query=vectors[0][1], filter=flt, with_payload=True)
         ]
     prefetches = [qe.Prefetch(limit=q.prefetch, query=query, filter=flt) for _, query in vectors]
-    return [
+    rescored = [
         qe.QueryRequest(
             limit=2 * q.prefetch,
             prefetches=prefetches,
@@ -136,12 +175,36 @@ def search_requests(q: SearchQuery, flt: Any) -> list[Any]:
         )
         for i, (_, query) in enumerate(vectors)
     ]
+    if q.fusion not in ENGINE_FUSIONS:
+        return rescored
+    counts = list_copies(q)
+    outer = [
+        qe.Prefetch(limit=2 * q.prefetch, query=query, prefetches=prefetches, filter=flt)
+        for (_, query), n in zip(vectors, counts, strict=True)
+        for _ in range(n)
+    ]
+    fused = qe.QueryRequest(
+        limit=q.limit,
+        prefetches=outer,
+        query=_engine_query(q),
+        filter=flt,
+        with_payload=True,
+        with_vector=[DENSE],
+    )
+    return [fused, rescored[1]] if needs_bm25_list(q) else [fused]
 
 
 def hits_from_results(q: SearchQuery, results: list[Any]) -> list[Hit]:
-    """Fuse the rescored union (or take the single list) into the top `q.limit` hits."""
+    """Fuse the rescored union (or take the single list, or the engine's fused list) into the
+    top `q.limit` hits."""
     if not results:
         return []
+    if q.fusion in ENGINE_FUSIONS and is_hybrid(q):
+        bm25 = {str(p.id): p.score for p in results[1]} if len(results) > 1 else None
+        return [
+            fused_hit(q, p.id, p.score, p.payload or {}, (p.vector or {}).get(DENSE, []), bm25)
+            for p in results[0]
+        ]
     if len(results) == 1:
         key = DENSE_KEY if q.dense is not None and q.dense_weight > 0 else SPARSE_KEY
         return [
@@ -160,7 +223,7 @@ def hits_from_results(q: SearchQuery, results: list[Any]) -> list[Hit]:
     ]
     return fuse(
         hits,
-        method=q.fusion,
+        method=cast(FusionMethod, q.fusion),
         dense_weight=q.dense_weight,
         sparse_weight=q.sparse_weight,
         limit=q.limit,

@@ -10,9 +10,10 @@ Both adapters fetch the union of the dense and the BM25 top lists, scored by *bo
 - `zscore`: the same with z-score normalisation.
 - `rrf`: weighted reciprocal-rank fusion, k = 60 by default.
 
-Weights are tuned on the dev split of our suites (`python -m evals.bench.tune_fusion`).
-Engine-side weighted RRF is not used: Qdrant Edge 0.9's `Fusion.Rrf(weights=...)` barely moved
-scores in our checks (see docs/retrieval.md).
+Weights are tuned on the dev split of our suites (`python -m evals.bench.tune`). Fusions computed
+inside the engine's query instead live in `service.index.engine_fusion` (compared in
+docs/retrieval.md; Qdrant's weighted RRF divides the rank by the weight, so with k = 60 weights
+barely move anything).
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from service.text.bm25 import SparseVec
 _POINT_NS = uuid.UUID("6f1c3c1e-7b0a-4d59-9a53-2f8f6b1f0a11")
 
 SearchMode = Literal["hybrid", "dense", "sparse"]
+FusionName = Literal["convex", "zscore", "rrf", "dbsf", "engine_rrf", "saturating", "per_term"]
 
 
 def point_id(tenant_id: str, doc_id: str, chunk_ix: int) -> str:
@@ -81,9 +82,16 @@ class SearchQuery(msgspec.Struct, kw_only=True):
     filter: Any = None  # a service.index.filters.FilterSpec, or None
     dense_weight: float = 1.0
     sparse_weight: float = 1.0
-    fusion: Literal["convex", "zscore", "rrf"] = "convex"
-    """How the two score lists are fused (service.index.fusion)."""
+    fusion: FusionName = "convex"
+    """How the two score lists are fused: in Python (`convex`, `zscore`, `rrf`:
+    service.index.fusion) or inside the engine's query (`dbsf`, `engine_rrf`, `saturating`,
+    `per_term`:
+    service.index.engine_fusion)."""
     rrf_k: float = 60.0
+    saturation: float = 5.0
+    """K of the `saturating` formula: BM25 enters as bm25 / (bm25 + K)."""
+    bm25_scale: float = 4.5
+    """S of the `per_term` formula: BM25 enters as bm25 / (S · distinct query terms)."""
 
 
 RESERVED_PAYLOAD = frozenset(

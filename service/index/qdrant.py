@@ -4,7 +4,8 @@ One collection holds every tenant (ARCHITECTURE §2): `tenant_id` has a tenant p
 Qdrant keeps each tenant's points together and builds per-tenant HNSW links (`payload_m`); the
 collection is created with the configured shards and replicas. The layout comes from
 `service.index.schema`, as for Qdrant Edge, and searches are the same two rescoring requests in
-one `query_batch_points` call, fused by `service.index.fusion`.
+one `query_batch_points` call, fused by `service.index.fusion` (or by the engine in one query:
+`service.index.engine_fusion`).
 
 `qdrant_url` may also be `:memory:` or a directory: qdrant-client's local mode, a pure-Python
 stand-in used by the contract tests (exact search, payload indexes ignored; never benchmark it).
@@ -15,14 +16,22 @@ from __future__ import annotations
 import asyncio
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from qdrant_client import AsyncQdrantClient
 from qdrant_client import models as qm
 
 from service.errors import UpstreamError
+from service.index.engine_fusion import (
+    ENGINE_FUSIONS,
+    fused_hit,
+    is_hybrid,
+    list_copies,
+    needs_bm25_list,
+    per_term_weights,
+)
 from service.index.filters import AnyOf, Condition, FilterSpec, Match
-from service.index.fusion import DENSE_KEY, SPARSE_KEY, fuse
+from service.index.fusion import DENSE_KEY, SPARSE_KEY, FusionMethod, fuse
 from service.index.protocol import Chunk, Hit, SearchQuery, hit_from_payload, point_id
 from service.index.schema import (
     DENSE,
@@ -84,8 +93,43 @@ def _doc_filter(tenant_id: str, doc_id: str, first_ix: int | None = None) -> qm.
     return qm.Filter(must=must)
 
 
+def _engine_query(q: SearchQuery) -> Any:
+    """The scoring query over the two outer lists, as in Qdrant Edge's adapter."""
+    if q.fusion == "dbsf":
+        return qm.FusionQuery(fusion=qm.Fusion.DBSF)
+    if q.fusion == "engine_rrf":
+        return qm.RrfQuery(rrf=qm.Rrf(k=int(q.rrf_k), weights=[q.dense_weight, q.sparse_weight]))
+    defaults: dict[str, Any] = {"$score[0]": 0.0, "$score[1]": 0.0}
+    if q.fusion == "per_term":
+        terms = len(q.sparse.indices) if q.sparse is not None else 0
+        wd, ws = per_term_weights(q.dense_weight, q.sparse_weight, q.bm25_scale, terms)
+        linear = qm.SumExpression(
+            sum=[
+                qm.MultExpression(mult=[wd, "$score[0]"]),
+                qm.MultExpression(mult=[ws, "$score[1]"]),
+            ]
+        )
+        return qm.FormulaQuery(formula=linear, defaults=defaults)
+    w = q.dense_weight / (q.dense_weight + q.sparse_weight)
+    saturated = qm.DivExpression(
+        div=qm.DivParams(
+            left="$score[1]",
+            right=qm.SumExpression(sum=["$score[1]", q.saturation]),
+            by_zero_default=0.0,
+        )
+    )
+    formula = qm.SumExpression(
+        sum=[
+            qm.MultExpression(mult=[w, "$score[0]"]),
+            qm.MultExpression(mult=[1 - w, saturated]),
+        ]
+    )
+    return qm.FormulaQuery(formula=formula, defaults=defaults)
+
+
 def search_requests(q: SearchQuery, flt: qm.Filter | None) -> list[qm.QueryRequest]:
-    """Same shape as Qdrant Edge's: the union of both top lists, rescored by each retriever."""
+    """Same shape as Qdrant Edge's: the union of both top lists, rescored by each retriever,
+    then fused in Python, or by the engine in one query (see `service.index.edge`)."""
     vectors: list[tuple[str, Any]] = []
     if q.dense is not None and q.dense_weight > 0:
         vectors.append((DENSE, list(q.dense)))
@@ -99,7 +143,7 @@ def search_requests(q: SearchQuery, flt: qm.Filter | None) -> list[qm.QueryReque
     prefetch = [
         qm.Prefetch(query=vec, using=using, filter=flt, limit=q.prefetch) for using, vec in vectors
     ]
-    return [
+    rescored = [
         qm.QueryRequest(
             prefetch=prefetch,
             query=vec,
@@ -110,11 +154,38 @@ def search_requests(q: SearchQuery, flt: qm.Filter | None) -> list[qm.QueryReque
         )
         for i, (using, vec) in enumerate(vectors)
     ]
+    if q.fusion not in ENGINE_FUSIONS:
+        return rescored
+    outer = [
+        qm.Prefetch(prefetch=prefetch, query=vec, using=using, filter=flt, limit=2 * q.prefetch)
+        for (using, vec), n in zip(vectors, list_copies(q), strict=True)
+        for _ in range(n)
+    ]
+    fused = qm.QueryRequest(
+        prefetch=outer,
+        query=_engine_query(q),
+        filter=flt,
+        limit=q.limit,
+        with_payload=True,
+        with_vector=[DENSE],
+    )
+    return [fused, rescored[1]] if needs_bm25_list(q) else [fused]
+
+
+def _dense_of(p: qm.ScoredPoint) -> list[float]:
+    vec = p.vector.get(DENSE) if isinstance(p.vector, dict) else None
+    return [x for x in vec if isinstance(x, float)] if isinstance(vec, list) else []
 
 
 def hits_from_responses(q: SearchQuery, responses: Sequence[qm.QueryResponse]) -> list[Hit]:
     if not responses:
         return []
+    if q.fusion in ENGINE_FUSIONS and is_hybrid(q):
+        bm25 = {str(p.id): p.score for p in responses[1].points} if len(responses) > 1 else None
+        return [
+            fused_hit(q, p.id, p.score, p.payload or {}, _dense_of(p), bm25)
+            for p in responses[0].points
+        ]
     if len(responses) == 1:
         key = DENSE_KEY if q.dense is not None and q.dense_weight > 0 else SPARSE_KEY
         return [
@@ -133,7 +204,7 @@ def hits_from_responses(q: SearchQuery, responses: Sequence[qm.QueryResponse]) -
     ]
     return fuse(
         hits,
-        method=q.fusion,
+        method=cast(FusionMethod, q.fusion),
         dense_weight=q.dense_weight,
         sparse_weight=q.sparse_weight,
         limit=q.limit,

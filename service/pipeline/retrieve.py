@@ -51,6 +51,9 @@ def build_search_query(
         prefetch=min(max(r.prefetch, limit), MAX_PREFETCH),
         filter=filters,
         fusion=r.fusion,
+        rrf_k=r.rrf_k,
+        saturation=r.saturation,
+        bm25_scale=r.bm25_scale,
         dense_weight=dense_weight,
         sparse_weight=1.0 - dense_weight,
     )

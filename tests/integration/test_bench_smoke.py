@@ -81,3 +81,20 @@ async def test_bench_code_runs_end_to_end_on_a_tiny_corpus(tiny: Path, tmp_path:
     g = gates([msgspec.to_builtins(sq)], report)
     assert {"quality_tiny", "overhead", "filtered"} <= set(g)
     await index.close()
+
+
+async def test_fusion_tuning_replays_every_family_on_a_tiny_corpus(
+    tiny: Path, tmp_path: Path
+) -> None:
+    from evals.bench.tune import collect
+    from evals.bench.tune_fusion import choose
+
+    suite = await collect(load_dataset(str(tiny)), HashEmbedder(dim=32), tmp_path, prefetch=4)
+    assert set(suite.candidates) == set(QUERIES)
+    assert all({"dense", "bm25"} <= set(h.scores) for c in suite.candidates.values() for h in c)
+    report = choose([suite], prefetch=4)
+    assert {"zscore (python)", "per_term", "dbsf", "engine_rrf", "saturating"} <= set(
+        report["chosen_per_family"]
+    )
+    for row in report["grid"]:
+        assert all(0.0 <= v <= 1.0 for v in [*row.dev.values(), *row.test.values()])

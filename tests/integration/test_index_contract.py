@@ -15,6 +15,7 @@ import pytest
 from service.embed.fake import HashEmbedder
 from service.errors import UpstreamError
 from service.index.edge import EdgeIndex
+from service.index.engine_fusion import ENGINE_FUSIONS, EngineFusion, replay
 from service.index.filters import parse_filters
 from service.index.protocol import Chunk, Hit, SearchQuery, VectorIndex, point_id
 from service.index.qdrant import QdrantIndex
@@ -269,3 +270,70 @@ async def test_quantized_collections_search_the_same(backend: str, tmp_path: Pat
     hits = await idx.search(query("when are deploy signing keys rotated", limit=2))
     assert docs(hits)[0] == "release"
     await idx.close()
+
+
+FILLER = [
+    "Deploy keys are rotated by the platform team after every release.",
+    "The morning shift in the office starts at nine and ends at five.",
+    "Signing keys live in the hardware vault; engineers never copy them.",
+    "Interview loops for engineers include a systems design round.",
+    "The office cafeteria opens at noon on Tuesdays for the office staff.",
+    "Release notes name each rotated signing key and the deploy it belongs to, in order.",
+    "Zebrafish are kept in the lab next to the Bangalore office.",
+    "Platform engineers review deploys before the weekly release.",
+    "Hiring for the office team takes three weeks on average.",
+    "The vault audit checks that signing keys were rotated on time.",
+    "Morning standups for platform engineers start at ten.",
+    "Deploys pause on Fridays unless the release is urgent.",
+]
+
+
+@pytest.mark.parametrize("fusion", ENGINE_FUSIONS)
+@pytest.mark.parametrize("weights", [(0.5, 0.5), (0.6, 0.4), (0.1, 0.9)])
+async def test_engine_fusion_ranks_as_its_python_replay(
+    index: VectorIndex, fusion: EngineFusion, weights: tuple[float, float]
+) -> None:
+    """One engine query fuses the lists; its order and scores are the replay's (the arithmetic
+    the fusion was tuned with) over the same candidates with both retrievers' scores."""
+    await index.upsert(
+        [chunk("acme", f"filler{i}", text, ["public"], {}) for i, text in enumerate(FILLER)]
+    )
+    text = "when are deploy signing keys rotated in the office"
+    wd, ws = weights
+    union = await index.search(
+        query(text, limit=100, prefetch=8, fusion="zscore", dense_weight=wd, sparse_weight=ws)
+    )
+    assert 8 <= len(union) <= 16
+    for key in ("dense", "bm25"):  # rank fusion is only defined without ties
+        scores = [round(h.scores[key], 5) for h in union if h.scores[key] > 0]
+        assert len(set(scores)) == len(scores), key
+    expected = replay(
+        union,
+        fusion,
+        dense_weight=wd,
+        sparse_weight=ws,
+        rrf_k=5,
+        saturation=2.0,
+        bm25_scale=3.0,
+        query_terms=len(query_vector(text).indices),
+    )
+    hits = await index.search(
+        query(
+            text,
+            limit=6,
+            prefetch=8,
+            fusion=fusion,
+            dense_weight=wd,
+            sparse_weight=ws,
+            rrf_k=5,
+            saturation=2.0,
+            bm25_scale=3.0,
+        )
+    )
+    assert len(hits) == 6
+    assert [h.score for h in hits] == pytest.approx([expected[h.id] for h in hits], abs=1e-5)
+    assert [h.id for h in hits] == sorted(expected, key=lambda pid: -expected[pid])[:6]
+    by_id = {h.id: h for h in union}
+    for h in hits:  # each hit still carries both retrievers' own scores
+        assert h.scores["dense"] == pytest.approx(by_id[h.id].scores["dense"], abs=1e-4)
+        assert h.scores["bm25"] == pytest.approx(by_id[h.id].scores["bm25"], abs=1e-4)

@@ -4,6 +4,7 @@ filters over HTTP, and the reranker wired through the runtime."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +34,19 @@ async def bilingual(runtime: Any, sample_dir: Path) -> str:
     return await make_key(runtime, TENANT, "reader")
 
 
+@pytest.fixture(params=["zscore", "per_term", "dbsf"])
+def fusion(request: pytest.FixtureRequest, runtime: Any) -> Iterator[str]:
+    """The default Python fusion and the engine-side ones (service.index.engine_fusion)."""
+    r = runtime.settings.retrieval
+    before = r.fusion
+    r.fusion = request.param
+    yield request.param
+    r.fusion = before
+
+
 @pytest.mark.parametrize(("question", "page"), HINDI_QUESTIONS)
 async def test_hindi_questions_retrieve_hindi_pages(
-    runtime: Any, bilingual: str, question: str, page: str
+    runtime: Any, bilingual: str, fusion: str, question: str, page: str
 ) -> None:
     principal = Principal(tenant_id=TENANT, user_id="reader")
     hits = await runtime.retriever.retrieve(
@@ -47,7 +58,9 @@ async def test_hindi_questions_retrieve_hindi_pages(
     assert sum(h.doc_id.startswith("hi/") for h in hits) >= 3
 
 
-async def test_english_question_still_prefers_english_pages(runtime: Any, bilingual: str) -> None:
+async def test_english_question_still_prefers_english_pages(
+    runtime: Any, bilingual: str, fusion: str
+) -> None:
     principal = Principal(tenant_id=TENANT, user_id="reader")
     hits = await runtime.retriever.retrieve(
         principal,
