@@ -235,8 +235,14 @@ async def over_http(
     queries: Sequence[str],
     clients: Sequence[int],
     database_admin_url: str,
+    registry: Sequence[tuple[str, str, list[str]]],
 ) -> dict[str, Any]:
-    """`ragline serve` in a child process on a free loopback port; POST /v1/search."""
+    """`ragline serve` in a child process on a free loopback port; POST /v1/search.
+
+    `registry` (doc id, title, ACL) is what the indexer would have recorded for the bench
+    tenant's documents: the service searches with the identities that occur in its ACLs. Caches
+    and tenant limits are off in the child: the same queries run at each client count, and every
+    request must be a real search, not a cache hit or a 429."""
     import asyncpg
 
     from service.db.keys import create_key
@@ -254,6 +260,11 @@ async def over_http(
         conn = await asyncpg.connect(db_url)
         await migrate(conn)
         await create_tenant(conn, BENCH_TENANT)
+        await conn.copy_records_to_table(
+            "documents",
+            records=[(BENCH_TENANT, d, t, "bench", acl) for d, t, acl in registry],
+            columns=["tenant_id", "doc_id", "title", "content_hash", "acl"],
+        )
         key = (
             await create_key(conn, tenant_id=BENCH_TENANT, user_id="bench-reader", groups=GROUPS)
         ).key
@@ -267,6 +278,8 @@ async def over_http(
             "RAGLINE_SERVER_PORT": str(port),
             "RAGLINE_RETRIEVAL_METADATA_FIELDS": msgspec.json.encode(METADATA_FIELDS).decode(),
             "RAGLINE_RERANK_BACKEND": settings.rerank.backend,
+            "RAGLINE_CACHE_ENABLED": "false",
+            "RAGLINE_LIMITS_ENABLED": "false",
             "HF_HUB_OFFLINE": "1",
         }
         # The server logs a line per request: to a file, never to a pipe nobody reads (a full
@@ -289,19 +302,25 @@ async def over_http(
                 await http.post("/v1/search", json={"query": q}, headers=headers)
             for c in clients:
                 total: list[float] = []
+                hit_counts: list[int] = []
                 server: dict[str, list[float]] = {s: [] for s in STAGES}
                 errors = 0
 
                 async def one(
-                    q: str, total: list[float] = total, server: dict[str, list[float]] = server
+                    q: str,
+                    total: list[float] = total,
+                    server: dict[str, list[float]] = server,
+                    hit_counts: list[int] = hit_counts,
                 ) -> None:
                     nonlocal errors
                     t0 = time.perf_counter()
                     resp = await http.post("/v1/search", json={"query": q}, headers=headers)
-                    total.append((time.perf_counter() - t0) * 1000)
+                    elapsed = (time.perf_counter() - t0) * 1000
                     if resp.status_code != 200:
                         errors += 1
                         return
+                    total.append(elapsed)
+                    hit_counts.append(len(resp.json()["results"]))
                     for s, v in resp.json()["timings_ms"].items():
                         if s in server:
                             server[s].append(float(v))
@@ -312,6 +331,7 @@ async def over_http(
                     "queries": len(queries),
                     "qps": round(len(queries) / wall, 1),
                     "errors": errors,
+                    "mean_hits": round(sum(hit_counts) / max(1, len(hit_counts)), 2),
                     "client_round_trip_ms": dist(total),
                     "server_stages_ms": {s: dist(v) for s, v in server.items() if v},
                 }

@@ -24,7 +24,7 @@ from typing import Any
 
 import msgspec
 
-from evals.bench.corpus import METADATA_FIELDS, build_index
+from evals.bench.corpus import METADATA_FIELDS, build_index, doc_acl
 from evals.bench.latency import filtered_vs_unfiltered, in_process, over_http
 from evals.bench.quality import MODES, SuiteQuality, suite_quality
 from evals.datasets import Dataset, load_dataset
@@ -99,6 +99,15 @@ def gates(
     if inproc is not None:
         ratio = inproc["overhead_ratio_p50"]
         out["overhead"] = {"ratio_p50": ratio, "target": OVERHEAD_TARGET, "ok": ratio <= 1.15}
+    http = latency.get("over_http")
+    if http:
+        runs = list(http.values())
+        ok = all(r["errors"] == 0 and r["mean_hits"] > 0 for r in runs)
+        out["http_runs_clean"] = {
+            "errors": [r["errors"] for r in runs],
+            "mean_hits": [r["mean_hits"] for r in runs],
+            "ok": ok,
+        }
     filt = latency.get("filtered_vs_unfiltered")
     if filt is not None:
         ratio = filt["p95_ratio_filtered_to_unfiltered"]
@@ -165,8 +174,15 @@ async def run(args: argparse.Namespace, base: Settings) -> dict[str, Any]:
             await index.close()
         if name == LATENCY_SUITE and not args.quality_only and not args.no_http:
             queries = [q.text for q in ds.queries][: args.latency_queries]
+            registry = [(d.id, d.title, doc_acl(d.id)) for d in ds.corpus]
             report["latency"]["over_http"] = await over_http(
-                state_dir, collection, settings, queries, args.clients, args.database_admin_url
+                state_dir,
+                collection,
+                settings,
+                queries,
+                args.clients,
+                args.database_admin_url,
+                registry,
             )
             print("[http]", msgspec.json.encode(report["latency"]["over_http"]).decode())
     report["quality"] = msgspec.to_builtins(quality)
