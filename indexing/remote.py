@@ -9,6 +9,7 @@ embeds and writes them. `--prune` removes gone documents with `DELETE /v1/index/
 from __future__ import annotations
 
 import argparse
+import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -57,9 +58,47 @@ def unreachable(url: str) -> Iterator[None]:
         raise RemoteError(f"cannot reach {url}: {type(exc).__name__}: {exc}") from None
 
 
-def _client(url: str, key: str) -> httpx.AsyncClient:
+MAX_ATTEMPTS = 8
+MAX_RETRY_WAIT_S = 30.0
+
+
+class RetryAfterTransport(httpx.AsyncBaseTransport):
+    """Bulk indexing is batch traffic: when the service sheds it (429 over the tenant's limit,
+    503 while interactive requests wait) it waits out `Retry-After` and sends again, a bounded
+    number of times, instead of failing the run."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport | None = None) -> None:
+        self.inner = inner or httpx.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        for _ in range(MAX_ATTEMPTS - 1):
+            resp = await self.inner.handle_async_request(request)
+            if resp.status_code not in (429, 503):
+                return resp
+            await resp.aread()
+            await resp.aclose()
+            await asyncio.sleep(retry_after_s(resp.headers.get("Retry-After")))
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def retry_after_s(value: str | None) -> float:
+    try:
+        return min(MAX_RETRY_WAIT_S, max(0.05, float(value or 1)))
+    except ValueError:
+        return 1.0
+
+
+def _client(
+    url: str, key: str, transport: httpx.AsyncBaseTransport | None = None
+) -> httpx.AsyncClient:
     return httpx.AsyncClient(
-        base_url=url.rstrip("/"), headers={"Authorization": f"Bearer {key}"}, timeout=TIMEOUT
+        base_url=url.rstrip("/"),
+        headers={"Authorization": f"Bearer {key}", "X-Ragline-Class": "batch"},
+        timeout=TIMEOUT,
+        transport=RetryAfterTransport(transport),
     )
 
 

@@ -79,7 +79,8 @@ class CacheSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     version_timeout_ms: float = 100.0
     """Deadline of the per-request index-version read; when late, the request bypasses caches."""
     coalesce_wait_ms: float = 10_000.0
-    """Longest a request waits for another replica computing the same answer."""
+    """Longest a request waits for another replica computing the same answer (never more than
+    half of `budget.ttft_ms`: the other replica's answer arrives whole)."""
     idempotency_window_s: float = 3600.0
     """How long an `Idempotency-Key` replays its answer."""
     idempotency_wait_s: float = 30.0
@@ -545,9 +546,14 @@ def _check(s: Settings) -> None:
             raise ConfigError(f"setting {key}: must be in 0..1, got {weight}")
     if s.rerank.backend == "cross_encoder" and not s.rerank.model_dir:
         raise ConfigError("setting rerank.model_dir: required by rerank.backend = cross_encoder")
+    from service.index.protocol import RESERVED_PAYLOAD  # a leaf module: no import cycle
+
     for field in s.retrieval.metadata_fields:
-        if field in {"tenant_id", "acl", "doc_id", "text"}:
-            raise ConfigError(f"setting retrieval.metadata_fields: {field!r} is reserved")
+        if field in RESERVED_PAYLOAD:
+            raise ConfigError(
+                f"setting retrieval.metadata_fields: {field!r} is reserved"
+                f" ({', '.join(sorted(RESERVED_PAYLOAD))} are Ragline's own)"
+            )
 
 
 def _check_generator(s: Settings) -> None:

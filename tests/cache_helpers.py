@@ -5,14 +5,12 @@ share its pool, index and embedder, and an app served on a real socket.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import secrets
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import msgspec
-import uvicorn
 
 from service.generate.extractive import ExtractiveGenerator
 from service.generate.protocol import GenerationRecord, Passage
@@ -72,30 +70,3 @@ async def close_replica(rt: Any) -> None:
     await rt.answers.close()
     await rt.caching.close()
     await rt.batcher.close()
-
-
-@contextlib.asynccontextmanager
-async def serve(settings: Any, runtime: Any) -> AsyncIterator[str]:
-    from service.app import create_app
-    from tests.conftest import free_port
-
-    port = free_port()
-    srv = uvicorn.Server(
-        uvicorn.Config(
-            create_app(settings, runtime=runtime),
-            host="127.0.0.1",
-            port=port,
-            log_level="warning",
-            lifespan="on",
-        )
-    )
-    task = asyncio.create_task(srv.serve())
-    while not srv.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        srv.should_exit = True
-        await task

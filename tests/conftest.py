@@ -4,10 +4,8 @@ app served by uvicorn on a real socket inside the test event loop.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import secrets
-import socket
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +13,8 @@ from typing import Any
 import asyncpg
 import httpx
 import pytest
-import uvicorn
+
+from tests.serving import serve
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -23,12 +22,6 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ADMIN_URL = os.environ.get(
     "RAGLINE_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="session")
@@ -82,25 +75,8 @@ async def runtime(settings: Any, embedder: Any) -> AsyncIterator[Any]:
 @pytest.fixture(scope="session")
 async def server(settings: Any, runtime: Any) -> AsyncIterator[str]:
     """The real app on a real socket, sharing the test's runtime (and event loop)."""
-    from service.app import create_app
-
-    port = free_port()
-    config = uvicorn.Config(
-        create_app(settings, runtime=runtime),
-        host="127.0.0.1",
-        port=port,
-        log_level="warning",
-        lifespan="on",
-    )
-    srv = uvicorn.Server(config)
-    task = asyncio.create_task(srv.serve())
-    while not srv.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.02)
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    await task
+    async with serve(settings, runtime) as url:
+        yield url
 
 
 @pytest.fixture

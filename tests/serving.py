@@ -1,4 +1,4 @@
-"""Serve an app on a real loopback socket inside the test's event loop (as conftest's `server`)."""
+"""Serve an app on a real loopback socket inside the test's event loop: one way, for every test."""
 
 from __future__ import annotations
 
@@ -32,3 +32,12 @@ async def serve_app(app: Any) -> AsyncIterator[str]:
     finally:
         srv.should_exit = True
         await task
+
+
+@asynccontextmanager
+async def serve(settings: Any, runtime: Any) -> AsyncIterator[str]:
+    """Ragline's app over `runtime` (shared with the test), served until the block ends."""
+    from service.app import create_app
+
+    async with serve_app(create_app(settings, runtime=runtime)) as url:
+        yield url

@@ -31,6 +31,7 @@ from service.api.openai_schemas import (
 )
 from service.api.streaming import cancel_on_disconnect, collect, event_stream, server_timing
 from service.cache.answers import Answering
+from service.cache.idempotency import request_digest
 from service.errors import InvalidRequest
 from service.generate.caps import output_cap
 from service.index.filters import parse_filters
@@ -111,6 +112,7 @@ async def chat_completions(
     r = rt.settings.retrieval
     if body.top_k is not None and body.top_k > r.max_top_k:
         raise InvalidRequest(f"top_k: at most {r.max_top_k}", code="invalid_body")
+    idem_key = request.headers.get("idempotency-key")
     max_tokens = output_cap(
         rt.settings.generator, principal.tenant_id, body.max_completion_tokens or body.max_tokens
     )
@@ -123,6 +125,8 @@ async def chat_completions(
         request_id=str(request.scope["state"]["request_id"]),
         request_class="chat",
         context=context,
+        idempotency_key=idem_key,
+        body_digest=request_digest(body) if idem_key is not None else "",
     )
     events = charged(
         rt, principal.tenant_id, cls, rt.answers.events(prepared), prepared.cache == "miss"

@@ -286,9 +286,14 @@ class CachingPipeline:
         )
 
     async def _follow_remote(self, flight: _AnswerFlight, key: str) -> bool:
-        """Another replica computes this answer: take its result when it lands."""
+        """Another replica computes this answer: take its result when it lands.
+
+        The result comes whole, so waiting is this request's time to first token: wait at most
+        half the budget, then compute here with the other half rather than miss it."""
         assert self.remote is not None
-        raw = await self.remote.wait(key, self.settings.cache.coalesce_wait_ms / 1000)
+        s = self.settings
+        wait_ms = min(s.cache.coalesce_wait_ms, s.budget.ttft_ms / 2)
+        raw = await self.remote.wait(key, wait_ms / 1000)
         if raw is None:
             return False
         record = record_decoder.decode(raw)

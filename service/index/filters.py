@@ -1,6 +1,6 @@
 """The client filter language (ARCHITECTURE §5) over declared metadata fields only.
 
-    {"lang": "en"}                          match
+    {"team": "alpha"}                       match
     {"team": {"any": ["a", "b"]}}           any-of
     {"year": {"gte": 2020, "lt": 2024}}     range (numbers or ISO dates for datetime fields)
     {"published": {"gte": "2024-01-01"}}    dates: ISO 8601, a date alone means its midnight,

@@ -4,10 +4,11 @@ Both adapters fetch the union of the dense and the BM25 top lists, scored by *bo
 (Qdrant rescoring over prefetches), so every candidate has its exact cosine and BM25 score
 (0 when it shares no term with the query). Three fusions are offered:
 
-- `convex` (the default): min-max normalise each score over the candidates, then
-  `w·dense + (1 − w)·bm25`. Unlike RRF it keeps *how much* better a candidate is, so a strong
-  retriever is not dragged down by a weak one's ranks (CLAPnq: dense 0.99 vs equal RRF 0.97).
-- `zscore`: the same with z-score normalisation.
+- `zscore` (the serving default, `retrieval.fusion`): standardise each score over the
+  candidates, then `w·dense + (1 − w)·bm25`. Unlike RRF it keeps *how much* better a candidate
+  is, so a strong retriever is not dragged down by a weak one's ranks (CLAPnq: dense 0.99 vs
+  equal RRF 0.97).
+- `convex`: the same with min-max normalisation.
 - `rrf`: weighted reciprocal-rank fusion, k = 60 by default.
 
 Weights are tuned on the dev split of our suites (`python -m evals.bench.tune`). Fusions computed

@@ -5,7 +5,6 @@ database, index and embedder).
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import subprocess
@@ -18,9 +17,8 @@ from typing import Any
 import httpx
 import msgspec
 import pytest
-import uvicorn
 
-from tests.conftest import free_port
+from tests.serving import free_port, serve
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -120,26 +118,6 @@ def openai_settings(settings: Any, upstream: Upstream, **budget: Any) -> Any:
     return msgspec.structs.replace(settings, generator=g, budget=b)
 
 
-async def serve_app(settings: Any, runtime: Any) -> tuple[uvicorn.Server, asyncio.Task[None], str]:
-    from service.app import create_app
-
-    port = free_port()
-    config = uvicorn.Config(
-        create_app(settings, runtime=runtime),
-        host="127.0.0.1",
-        port=port,
-        log_level="warning",
-        lifespan="on",
-    )
-    srv = uvicorn.Server(config)
-    task = asyncio.create_task(srv.serve())
-    while not srv.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.02)
-    return srv, task, f"http://127.0.0.1:{port}"
-
-
 @pytest.fixture(scope="session")
 async def gen_app(settings: Any, runtime: Any, upstream: Upstream) -> AsyncIterator[GenApp]:
     from service.generate.factory import open_router
@@ -149,9 +127,7 @@ async def gen_app(settings: Any, runtime: Any, upstream: Upstream) -> AsyncItera
     router = await open_router(s2)
     rt2 = Runtime(s2, runtime.pool, runtime.index, runtime.embedder, router)
     rt2.batcher.start()
-    srv, task, url = await serve_app(s2, rt2)
-    yield GenApp(url, rt2, upstream)
-    srv.should_exit = True
-    await task
+    async with serve(s2, rt2) as url:
+        yield GenApp(url, rt2, upstream)
     await rt2.batcher.close()
     await router.aclose()

@@ -294,3 +294,24 @@ async def test_a_tenant_routed_to_a_sampling_generator_never_gets_cached_answers
         assert sampler.calls == 2 and spy.calls == 0  # the default chain never ran
     finally:
         runtime.pipeline.router = original
+
+
+async def test_a_retried_chat_completion_is_replayed_not_generated_again(
+    http: httpx.AsyncClient, runtime: Any, spy: CountingGenerator, tenant: str, tmp_path: Path
+) -> None:
+    spy.deterministic = False  # nothing may be cached: only the Idempotency-Key replays
+    write(tmp_path, "dock.md", doc("The Kochi dock opens its gates at six."))
+    await index_files(runtime, tenant, tmp_path)
+    key = await make_key(runtime, tenant, "jai")
+    idem = {**auth(key), "Idempotency-Key": f"chat-{secrets.token_hex(4)}"}
+    body = {
+        "model": "ragline",
+        "messages": [{"role": "user", "content": "When does the dock open?"}],
+    }
+    first = (await http.post("/v1/chat/completions", json=body, headers=idem)).json()
+    again = (await http.post("/v1/chat/completions", json=body, headers=idem)).json()
+    assert spy.calls == 1 and again["ragline"]["cache"] == "hit"
+    assert again["choices"][0]["message"] == first["choices"][0]["message"]
+    other = {**body, "messages": [{"role": "user", "content": "Something else?"}]}
+    resp = await http.post("/v1/chat/completions", json=other, headers=idem)
+    assert resp.status_code == 422 and resp.json()["code"] == "idempotency_key_reused"

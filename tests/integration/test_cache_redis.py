@@ -12,7 +12,9 @@ import asyncio
 import contextlib
 import secrets
 import shutil
+import signal
 import subprocess
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -34,11 +36,10 @@ from tests.cache_helpers import (
     close_replica,
     redis_settings,
     replica,
-    serve,
     with_sections,
 )
-from tests.conftest import free_port
 from tests.helpers import auth, make_key, parse_sse
+from tests.serving import free_port, serve
 
 pytestmark = pytest.mark.integration
 
@@ -234,6 +235,12 @@ async def test_tenant_over_its_limit_gets_429_and_another_is_unaffected(
             assert codes[:3] == [200, 200, 200] and codes[3:] == [429, 429]
             assert limited.json()["code"] == "rate_limited"
             assert int(limited.headers["retry-after"]) >= 1
+            chat = await http.post(  # the OpenAI-compatible route draws on the same bucket
+                "/v1/chat/completions",
+                json={"model": "x", "messages": [{"role": "user", "content": "kumquat?"}]},
+                headers=auth(noisy),
+            )
+            assert chat.status_code == 429 and chat.json()["code"] == "rate_limited"
             for _ in range(3):
                 resp = await http.post("/v1/search", json={"query": "crates"}, headers=auth(quiet))
                 assert resp.status_code == 200
@@ -318,5 +325,45 @@ async def test_service_keeps_answering_while_redis_is_down_and_recovers(
                         assert await client.dbsize() > 0  # L2 is written again
                     finally:
                         await client.aclose()
+        finally:
+            await close_replica(rt)
+
+
+async def test_a_hung_redis_costs_each_call_its_short_deadline_and_the_service_degrades(
+    settings: Any, runtime: Any, sample_tenant_with_doc: tuple[str, Principal]
+) -> None:
+    """Redis alive but not answering (SIGSTOP): calls time out at `redis.timeout_ms`, answers
+    keep coming well inside the budget, `/readyz` says degraded; SIGCONT and it recovers."""
+    port = free_port()
+    redis = redis_settings(f"redis://127.0.0.1:{port}/0", probe_interval_s=0.2)
+    s = with_sections(settings, redis=redis)
+    tenant, _ = sample_tenant_with_doc
+    key = await make_key(runtime, tenant, "lia")
+    async with own_redis(port) as proc:
+        rt = await replica(runtime, s)
+        try:
+            async with serve(s, rt) as url, httpx.AsyncClient(base_url=url, timeout=10) as http:
+                assert (await http.get("/readyz")).json()["redis"] == "ok"
+                proc.send_signal(signal.SIGSTOP)
+                try:
+                    for i in range(6):
+                        t0 = time.perf_counter()
+                        resp = await http.post(
+                            "/v1/answer",
+                            json={"query": f"Which depot ships kumquat crates {i}?"},
+                            headers=auth(key),
+                        )
+                        elapsed_ms = (time.perf_counter() - t0) * 1000
+                        assert resp.status_code == 200 and "Nagpur" in resp.text
+                        assert elapsed_ms < s.budget.ttft_ms  # not hung on Redis
+                    assert (await http.get("/readyz")).json()["redis"] == "degraded"
+                    assert rt.stats.count("redis_calls", outcome="timeout") > 0
+                finally:
+                    proc.send_signal(signal.SIGCONT)
+                for _ in range(100):
+                    if (await http.get("/readyz")).json()["redis"] == "ok":
+                        break
+                    await asyncio.sleep(0.1)
+                assert rt.caching.redis_state() == "ok"
         finally:
             await close_replica(rt)

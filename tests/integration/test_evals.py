@@ -9,7 +9,6 @@ answer cache, so the HTTP run computes its answers instead of replaying the in-p
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import shutil
@@ -24,7 +23,6 @@ from typing import Any, ClassVar
 import httpx
 import msgspec
 import pytest
-import uvicorn
 
 from evals.backends import HttpBackend, InProcessBackend
 from evals.cli import Options, evaluate, gate, run_command_async
@@ -43,9 +41,9 @@ from service.pipeline.answer import AnswerPipeline
 from service.pipeline.budget import Budget
 from service.pipeline.retrieve import Retriever
 from service.runtime import Runtime
-from tests.conftest import free_port
 from tests.helpers import auth, sse_events
 from tests.helpers import make_key as make_test_key
+from tests.serving import serve
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
@@ -89,25 +87,8 @@ async def smoke_key(smoke: Suite, eval_runtime: Runtime) -> str:
 
 @pytest.fixture(scope="module")
 async def eval_server(eval_settings: Settings, eval_runtime: Runtime) -> AsyncIterator[str]:
-    from service.app import create_app
-
-    port = free_port()
-    config = uvicorn.Config(
-        create_app(eval_settings, runtime=eval_runtime),
-        host="127.0.0.1",
-        port=port,
-        log_level="warning",
-        lifespan="on",
-    )
-    srv = uvicorn.Server(config)
-    task = asyncio.create_task(srv.serve())
-    while not srv.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.02)
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    await task
+    async with serve(eval_settings, eval_runtime) as url:
+        yield url
 
 
 def _args(**kw: Any) -> argparse.Namespace:

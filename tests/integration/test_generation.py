@@ -16,7 +16,8 @@ import msgspec
 import pytest
 
 from tests.helpers import auth, index_files, make_key, parse_sse, write
-from tests.integration.conftest import GenApp, serve_app
+from tests.integration.conftest import GenApp
+from tests.serving import serve
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
@@ -243,13 +244,13 @@ async def test_budget_exceeded_before_any_byte_is_504(
     )
     rt = Runtime(tight, runtime.pool, runtime.index, runtime.embedder)
     rt.batcher.start()
-    srv, task, url = await serve_app(tight, rt)
     try:
-        async with httpx.AsyncClient(base_url=url, timeout=20) as client:
+        async with (
+            serve(tight, rt) as url,
+            httpx.AsyncClient(base_url=url, timeout=20) as client,
+        ):
             resp = await client.post("/v1/answer", json={"query": QUESTION}, headers=auth(key))
     finally:
-        srv.should_exit = True
-        await task
         await rt.batcher.close()
     assert resp.status_code == 504
     assert resp.headers["content-type"].startswith("application/problem+json")

@@ -25,9 +25,8 @@ import httpx
 import msgspec
 import pytest
 
-from tests.conftest import free_port
 from tests.helpers import auth, index_files, make_key, parse_sse, write
-from tests.integration.conftest import serve_app
+from tests.serving import free_port, serve
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.e2e]
 
@@ -122,10 +121,8 @@ async def app(settings: Any, runtime: Any, vllm: Vllm) -> AsyncIterator[tuple[st
     router = await open_router(s)
     rt = Runtime(s, runtime.pool, runtime.index, runtime.embedder, router)
     rt.batcher.start()
-    srv, task, url = await serve_app(s, rt)
-    yield url, rt
-    srv.should_exit = True
-    await task
+    async with serve(s, rt) as url:
+        yield url, rt
     await rt.batcher.close()
     await router.aclose()
 
@@ -213,19 +210,25 @@ async def test_stopped_vllm_trips_breaker_and_fallback_answers(
     router = await open_router(s)
     rt = Runtime(s, runtime.pool, runtime.index, runtime.embedder, router)
     rt.batcher.start()
-    srv, task, url = await serve_app(s, rt)
-    os.killpg(vllm.proc.pid, signal.SIGSTOP)  # the server is there but answers nothing
     try:
-        degraded = []
-        async with httpx.AsyncClient(base_url=url, timeout=60) as c:
-            for _ in range(3):
-                resp = await c.post(
-                    "/v1/answer", json={"query": QUESTION, "stream": False}, headers=auth(key)
-                )
-                assert resp.status_code == 200
-                body = resp.json()
-                assert "Wednesday" in body["answer"] and body["usage"]["generator"] == "extractive"
-                degraded.append([d for d in body["degraded"] if d.startswith("generator_")])
+        async with serve(s, rt) as url:
+            os.killpg(vllm.proc.pid, signal.SIGSTOP)  # the server is there but answers nothing
+            try:
+                degraded = []
+                async with httpx.AsyncClient(base_url=url, timeout=60) as c:
+                    for _ in range(3):
+                        resp = await c.post(
+                            "/v1/answer",
+                            json={"query": QUESTION, "stream": False},
+                            headers=auth(key),
+                        )
+                        assert resp.status_code == 200
+                        body = resp.json()
+                        assert "Wednesday" in body["answer"]
+                        assert body["usage"]["generator"] == "extractive"
+                        degraded.append([d for d in body["degraded"] if d.startswith("generator_")])
+            finally:
+                os.killpg(vllm.proc.pid, signal.SIGCONT)
         assert degraded == [
             ["generator_timeout_openai"],
             ["generator_timeout_openai"],
@@ -233,9 +236,6 @@ async def test_stopped_vllm_trips_breaker_and_fallback_answers(
         ]
         assert router.breaker_states()["openai"] == "open"
     finally:
-        os.killpg(vllm.proc.pid, signal.SIGCONT)
-        srv.should_exit = True
-        await task
         await rt.batcher.close()
         await router.aclose()
 

@@ -25,7 +25,7 @@ from service.runtime import Runtime
 from service.telemetry.core import Telemetry
 from service.telemetry.logs import make_handler
 from tests.helpers import auth, index_files, make_key, parse_sse, write
-from tests.integration.serving import serve_app
+from tests.serving import serve_app
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 

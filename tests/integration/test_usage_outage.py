@@ -23,7 +23,7 @@ from service.db.tenants import create_tenant
 from service.runtime import Runtime
 from service.telemetry.core import Telemetry
 from tests.helpers import auth, index_files, write
-from tests.integration.serving import serve_app
+from tests.serving import serve_app
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 

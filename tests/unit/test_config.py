@@ -58,3 +58,10 @@ def test_tool_variables_are_not_settings() -> None:
         "RAGLINE_CONFIG": "",
     }
     assert load_settings(environ=env).server.port == 8000
+
+
+@pytest.mark.parametrize("field", ["lang", "title", "chunk_ix", "tenant_id", "acl"])
+def test_a_metadata_field_may_not_shadow_ragline_s_own_payload(field: str) -> None:
+    env = {"RAGLINE_RETRIEVAL_METADATA_FIELDS": f'{{"{field}": "keyword"}}'}
+    with pytest.raises(ConfigError, match=f"'{field}' is reserved"):
+        load_settings(environ=env)
