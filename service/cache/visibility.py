@@ -34,7 +34,7 @@ from service.identity import Principal, visibility_fingerprint
 VERSION_SQL = "SELECT index_version FROM tenants WHERE tenant_id = $1"
 VERSION_AND_ACL_SQL = (
     "SELECT coalesce((SELECT index_version FROM tenants WHERE tenant_id = $1), 0) AS version,"
-    " ARRAY(SELECT DISTINCT unnest(acl) FROM documents WHERE tenant_id = $1) AS idents"
+    " ARRAY(SELECT identity FROM acl_identities WHERE tenant_id = $1) AS idents"
 )
 _MAX_TENANT_VERSIONS = 10_000
 

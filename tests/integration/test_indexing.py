@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from indexing.loaders import Selection, load_path, prune_scope
-from service.db.tenants import create_tenant, index_version
+from service.db.tenants import acl_identities, create_tenant, index_version
 from service.identity import identities
 from service.index.protocol import SearchQuery
 from service.ingest.pipeline import Indexer, IngestOptions
@@ -50,6 +50,8 @@ async def assert_consistent(runtime: Any, tenant_id: str) -> None:
     reg = await registry(runtime, tenant_id)
     assert all(r["status"] == "indexed" for r in reg.values()), reg
     assert await runtime.index.count(tenant_id) == sum(r["chunk_count"] for r in reg.values())
+    async with runtime.pool.acquire() as conn:  # the trigger-kept identities match the ACLs
+        assert await acl_identities(conn, tenant_id) == {i for r in reg.values() for i in r["acl"]}
 
 
 async def find(runtime: Any, tenant_id: str, query: str, who: frozenset[str]) -> list[Any]:
