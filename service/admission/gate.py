@@ -43,10 +43,18 @@ CPU_BOUND_SLOTS_PER_CORE = 4
 MODEL_SERVER_SLOTS = 64
 
 
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity, e.g. a pinned container), not the host's."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
 def slot_counts(settings: AdmissionSettings, *, cpu_bound: bool) -> tuple[int, int]:
     """(all classes, batch) in-flight limits, with 0 settings sized for the generator."""
     total = settings.max_in_flight or (
-        CPU_BOUND_SLOTS_PER_CORE * (os.cpu_count() or 1) if cpu_bound else MODEL_SERVER_SLOTS
+        CPU_BOUND_SLOTS_PER_CORE * usable_cores() if cpu_bound else MODEL_SERVER_SLOTS
     )
     batch = settings.batch_max_in_flight or max(1, total // 4)
     if batch >= total:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import os
 
 import pytest
 
 from service.admission.buckets import Bucket, LocalBuckets, TenantLimiter, buckets_for
-from service.admission.gate import BATCH, INTERACTIVE, AdmissionGate, slot_counts
+from service.admission.gate import BATCH, INTERACTIVE, AdmissionGate, slot_counts, usable_cores
 from service.cache.stats import Stats
 from service.config import AdmissionSettings, ConfigError, LimitsSettings, TenantLimits
 from service.errors import Overloaded, RateLimited
@@ -200,7 +199,7 @@ def test_a_queue_target_above_its_hard_cap_is_a_config_error() -> None:
 
 
 def test_slots_are_sized_for_where_the_answer_is_generated() -> None:
-    cores = os.cpu_count() or 1
+    cores = usable_cores()
     assert slot_counts(AdmissionSettings(), cpu_bound=True) == (4 * cores, max(1, cores))
     assert slot_counts(AdmissionSettings(), cpu_bound=False) == (64, 16)
     assert slot_counts(AdmissionSettings(max_in_flight=10), cpu_bound=True) == (10, 2)
