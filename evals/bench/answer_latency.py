@@ -221,6 +221,10 @@ def base_env(state_dir: Path) -> dict[str, str]:
         HF_HUB_OFFLINE="1",
         TOKENIZERS_PARALLELISM="false",
         RAGLINE_STORAGE_STATE_DIR=str(state_dir),
+        # every request computes (the questions repeat) and none is refused by a tenant limit:
+        # this measures the pipeline; caches and limits have their own benchmarks (evals.load)
+        RAGLINE_CACHE_ENABLED="false",
+        RAGLINE_LIMITS_ENABLED="false",
         PYTHONPATH=str(ROOT),
     )
     return env
@@ -464,9 +468,11 @@ def _gate(report: dict[str, Any]) -> dict[str, Any]:
     if not at4:
         return {"checked": False}
     p95 = at4[0]["ttft_ms"]["p95"]
+    errors = int(at4[0]["errors"])
     return {
         "checked": True,
         "extractive_p95_ttft_ms_at_4": p95,
+        "errors_at_4": errors,
         "target_ms": TARGET_P95_MS,
-        "passed": p95 <= TARGET_P95_MS,
+        "passed": p95 <= TARGET_P95_MS and errors == 0,
     }
