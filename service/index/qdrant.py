@@ -317,6 +317,7 @@ class QdrantIndex:
                     f"than this release ({SCHEMA_VERSION}): upgrade Ragline"
                 )
             present = {k: str(v.data_type) for k, v in (info.payload_schema or {}).items()}
+            await self._tune_hnsw(info.config.hnsw_config, spec)
         for p in missing_indexes(spec, present):
             with warnings.catch_warnings():
                 # local mode warns that payload indexes have no effect there; servers use them
@@ -324,6 +325,16 @@ class QdrantIndex:
                 await self._client.create_payload_index(
                     self.collection, p.field, field_schema=_index_params(p), wait=True
                 )
+
+    async def _tune_hnsw(self, stored: qm.HnswConfig, spec: CollectionSpec) -> None:
+        """Search-time HNSW settings a server can change in place (today the full-scan
+        threshold, which decides whether a filtered search walks the graph) follow the spec
+        for a collection made by an earlier release; graph-building ones need a re-index."""
+        want = spec.hnsw.full_scan_threshold_kb
+        if stored.full_scan_threshold != want:
+            await self._client.update_collection(
+                self.collection, hnsw_config=qm.HnswConfigDiff(full_scan_threshold=want)
+            )
 
     async def upsert(self, chunks: Sequence[Chunk]) -> None:
         if not chunks:

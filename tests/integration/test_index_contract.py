@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from service.embed.fake import HashEmbedder
@@ -337,3 +338,26 @@ async def test_engine_fusion_ranks_as_its_python_replay(
     for h in hits:  # each hit still carries both retrievers' own scores
         assert h.scores["dense"] == pytest.approx(by_id[h.id].scores["dense"], abs=1e-4)
         assert h.scores["bm25"] == pytest.approx(by_id[h.id].scores["bm25"], abs=1e-4)
+
+
+async def test_qdrant_brings_an_older_collections_full_scan_threshold_up_to_date() -> None:
+    spec = collection_spec(DIM)
+    older = msgspec.structs.replace(
+        spec, hnsw=msgspec.structs.replace(spec.hnsw, full_scan_threshold_kb=10_000)
+    )
+    idx = await QdrantIndex.open(":memory:", "h", older)
+    updates: list[Any] = []
+    real_update = idx._client.update_collection
+
+    async def spy(name: str, **kw: Any) -> Any:
+        updates.append((name, kw))
+        return await real_update(name, **kw)
+
+    idx._client.update_collection = spy  # type: ignore[method-assign]
+    # the next release opens the same collection (local mode keeps what it was created with,
+    # so the spy shows what a server is asked to change)
+    await QdrantIndex(idx._client, "h", spec, local=True)._ready()
+    assert [(n, kw["hnsw_config"].full_scan_threshold) for n, kw in updates] == [
+        ("h", spec.hnsw.full_scan_threshold_kb)
+    ]
+    await idx.close()
