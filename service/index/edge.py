@@ -15,7 +15,7 @@ import json
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import msgspec
 import qdrant_edge as qe
@@ -23,15 +23,13 @@ import qdrant_edge as qe
 from service.errors import UpstreamError
 from service.index.engine_fusion import (
     ENGINE_FUSIONS,
-    fused_hit,
-    is_hybrid,
+    hits_from_lists,
     list_copies,
     needs_bm25_list,
-    per_term_weights,
+    query_per_term_weights,
 )
 from service.index.filters import AnyOf, Condition, FilterSpec, Match
-from service.index.fusion import DENSE_KEY, SPARSE_KEY, FusionMethod, fuse
-from service.index.protocol import Chunk, Hit, SearchQuery, hit_from_payload, point_id
+from service.index.protocol import Chunk, Hit, SearchQuery, point_id
 from service.index.rwlock import RWLock
 from service.index.schema import (
     DENSE,
@@ -116,10 +114,6 @@ def _tenant_acl_filter(
     return qe.Filter(must=must)
 
 
-def _terms(q: SearchQuery) -> int:
-    return len(q.sparse.indices) if q.sparse is not None else 0
-
-
 def _engine_query(q: SearchQuery) -> Any:
     """The scoring query over the two outer lists (dense-rescored, BM25-rescored union)."""
     if q.fusion == "dbsf":
@@ -129,7 +123,7 @@ def _engine_query(q: SearchQuery) -> Any:
     e = qe.Expression
     defaults = {"$score[0]": 0.0, "$score[1]": 0.0}
     if q.fusion == "per_term":
-        wd, ws = per_term_weights(q.dense_weight, q.sparse_weight, q.bm25_scale, _terms(q))
+        wd, ws = query_per_term_weights(q)
         terms = [
             e.Mult([e.Constant(wd), e.Variable("$score[0]")]),
             e.Mult([e.Constant(ws), e.Variable("$score[1]")]),
@@ -197,38 +191,7 @@ def search_requests(q: SearchQuery, flt: Any) -> list[Any]:
 def hits_from_results(q: SearchQuery, results: list[Any]) -> list[Hit]:
     """Fuse the rescored union (or take the single list, or the engine's fused list) into the
     top `q.limit` hits."""
-    if not results:
-        return []
-    if q.fusion in ENGINE_FUSIONS and is_hybrid(q):
-        bm25 = {str(p.id): p.score for p in results[1]} if len(results) > 1 else None
-        return [
-            fused_hit(q, p.id, p.score, p.payload or {}, (p.vector or {}).get(DENSE, []), bm25)
-            for p in results[0]
-        ]
-    if len(results) == 1:
-        key = DENSE_KEY if q.dense is not None and q.dense_weight > 0 else SPARSE_KEY
-        return [
-            hit_from_payload(p.id, p.score, p.payload or {}, {key: p.score})
-            for p in results[0][: q.limit]
-        ]
-    bm25 = {str(p.id): p.score for p in results[1]}
-    hits = [
-        hit_from_payload(
-            p.id,
-            p.score,
-            p.payload or {},
-            {DENSE_KEY: p.score, SPARSE_KEY: bm25.get(str(p.id), 0.0)},
-        )
-        for p in results[0]
-    ]
-    return fuse(
-        hits,
-        method=cast(FusionMethod, q.fusion),
-        dense_weight=q.dense_weight,
-        sparse_weight=q.sparse_weight,
-        limit=q.limit,
-        rrf_k=q.rrf_k,
-    )
+    return hits_from_lists(q, results, lambda p: (p.vector or {}).get(DENSE, []))
 
 
 class EdgeIndex:

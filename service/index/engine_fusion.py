@@ -24,10 +24,10 @@ harness chooses parameters with it, and the contract tests check the engines ran
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, cast
 
-from service.index.fusion import DENSE_KEY, SPARSE_KEY
+from service.index.fusion import DENSE_KEY, SPARSE_KEY, FusionMethod, fuse
 from service.index.protocol import Hit, SearchQuery, hit_from_payload
 
 EngineFusion = Literal["dbsf", "engine_rrf", "saturating", "per_term"]
@@ -89,10 +89,52 @@ def fused_hit(
     if bm25 is not None:
         raw = bm25.get(str(pid), 0.0)
     else:
-        terms = len(q.sparse.indices) if q.sparse is not None else 0
-        wd, ws = per_term_weights(q.dense_weight, q.sparse_weight, q.bm25_scale, terms)
+        wd, ws = query_per_term_weights(q)
         raw = max(0.0, (score - wd * cos) / ws)
     return hit_from_payload(pid, score, payload, {DENSE_KEY: cos, SPARSE_KEY: raw})
+
+
+def query_per_term_weights(q: SearchQuery) -> tuple[float, float]:
+    """`per_term_weights` for this query (its distinct BM25 terms)."""
+    terms = len(q.sparse.indices) if q.sparse is not None else 0
+    return per_term_weights(q.dense_weight, q.sparse_weight, q.bm25_scale, terms)
+
+
+def hits_from_lists(
+    q: SearchQuery, lists: Sequence[Sequence[Any]], dense_of: Callable[[Any], Sequence[float]]
+) -> list[Hit]:
+    """The top `q.limit` hits of one search, whichever adapter ran it: the engine's fused list,
+    a single retriever's list, or the two rescored lists fused in Python. `lists` hold the
+    engine's scored points (`id`, `score`, `payload`); `dense_of` reads a point's dense vector."""
+    if not lists:
+        return []
+    if q.fusion in ENGINE_FUSIONS and is_hybrid(q):
+        bm25 = {str(p.id): p.score for p in lists[1]} if len(lists) > 1 else None
+        return [fused_hit(q, p.id, p.score, p.payload or {}, dense_of(p), bm25) for p in lists[0]]
+    if len(lists) == 1:
+        key = DENSE_KEY if q.dense is not None and q.dense_weight > 0 else SPARSE_KEY
+        return [
+            hit_from_payload(p.id, p.score, p.payload or {}, {key: p.score})
+            for p in lists[0][: q.limit]
+        ]
+    bm25 = {str(p.id): p.score for p in lists[1]}
+    hits = [
+        hit_from_payload(
+            p.id,
+            p.score,
+            p.payload or {},
+            {DENSE_KEY: p.score, SPARSE_KEY: bm25.get(str(p.id), 0.0)},
+        )
+        for p in lists[0]
+    ]
+    return fuse(
+        hits,
+        method=cast(FusionMethod, q.fusion),
+        dense_weight=q.dense_weight,
+        sparse_weight=q.sparse_weight,
+        limit=q.limit,
+        rrf_k=q.rrf_k,
+    )
 
 
 def list_copies(q: SearchQuery) -> tuple[int, int]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import warnings
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 from qdrant_client import AsyncQdrantClient
 from qdrant_client import models as qm
@@ -24,15 +24,13 @@ from qdrant_client import models as qm
 from service.errors import UpstreamError
 from service.index.engine_fusion import (
     ENGINE_FUSIONS,
-    fused_hit,
-    is_hybrid,
+    hits_from_lists,
     list_copies,
     needs_bm25_list,
-    per_term_weights,
+    query_per_term_weights,
 )
 from service.index.filters import AnyOf, Condition, FilterSpec, Match
-from service.index.fusion import DENSE_KEY, SPARSE_KEY, FusionMethod, fuse
-from service.index.protocol import Chunk, Hit, SearchQuery, hit_from_payload, point_id
+from service.index.protocol import Chunk, Hit, SearchQuery, point_id
 from service.index.schema import (
     DENSE,
     SCHEMA_VERSION,
@@ -101,8 +99,7 @@ def _engine_query(q: SearchQuery) -> Any:
         return qm.RrfQuery(rrf=qm.Rrf(k=int(q.rrf_k), weights=[q.dense_weight, q.sparse_weight]))
     defaults: dict[str, Any] = {"$score[0]": 0.0, "$score[1]": 0.0}
     if q.fusion == "per_term":
-        terms = len(q.sparse.indices) if q.sparse is not None else 0
-        wd, ws = per_term_weights(q.dense_weight, q.sparse_weight, q.bm25_scale, terms)
+        wd, ws = query_per_term_weights(q)
         linear = qm.SumExpression(
             sum=[
                 qm.MultExpression(mult=[wd, "$score[0]"]),
@@ -178,38 +175,7 @@ def _dense_of(p: qm.ScoredPoint) -> list[float]:
 
 
 def hits_from_responses(q: SearchQuery, responses: Sequence[qm.QueryResponse]) -> list[Hit]:
-    if not responses:
-        return []
-    if q.fusion in ENGINE_FUSIONS and is_hybrid(q):
-        bm25 = {str(p.id): p.score for p in responses[1].points} if len(responses) > 1 else None
-        return [
-            fused_hit(q, p.id, p.score, p.payload or {}, _dense_of(p), bm25)
-            for p in responses[0].points
-        ]
-    if len(responses) == 1:
-        key = DENSE_KEY if q.dense is not None and q.dense_weight > 0 else SPARSE_KEY
-        return [
-            hit_from_payload(p.id, p.score, p.payload or {}, {key: p.score})
-            for p in responses[0].points[: q.limit]
-        ]
-    bm25 = {str(p.id): p.score for p in responses[1].points}
-    hits = [
-        hit_from_payload(
-            p.id,
-            p.score,
-            p.payload or {},
-            {DENSE_KEY: p.score, SPARSE_KEY: bm25.get(str(p.id), 0.0)},
-        )
-        for p in responses[0].points
-    ]
-    return fuse(
-        hits,
-        method=cast(FusionMethod, q.fusion),
-        dense_weight=q.dense_weight,
-        sparse_weight=q.sparse_weight,
-        limit=q.limit,
-        rrf_k=q.rrf_k,
-    )
+    return hits_from_lists(q, [r.points for r in responses], _dense_of)
 
 
 def client_for(url: str, api_key: str = "", timeout: float = 10.0) -> AsyncQdrantClient:
