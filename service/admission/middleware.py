@@ -5,8 +5,8 @@ A refusal is written directly as problem+json with `Retry-After`: it costs micro
 
 from __future__ import annotations
 
+import contextlib
 import math
-import time
 from typing import Any
 
 import msgspec
@@ -45,17 +45,14 @@ class AdmissionMiddleware:
         if gate is None:
             await self.app(scope, receive, send)
             return
-        try:
-            await _tenant_limit_early(scope, runtime, cls)
-            state["queue_ms"] = await gate.acquire(cls)
-        except (Overloaded, RateLimited) as exc:
-            await _refuse(exc, str(state.get("request_id", "")), send)
-            return
-        started = time.monotonic()
-        try:
+        async with contextlib.AsyncExitStack() as held:
+            try:
+                await _tenant_limit_early(scope, runtime, cls)
+                state["queue_ms"] = await held.enter_async_context(gate.slot(cls))
+            except (Overloaded, RateLimited) as exc:
+                await _refuse(exc, str(state.get("request_id", "")), send)
+                return
             await self.app(scope, receive, send)
-        finally:
-            gate.release(cls, held_s=time.monotonic() - started)
 
 
 async def _tenant_limit_early(scope: Scope, runtime: Any, cls: str) -> None:
