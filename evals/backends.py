@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import httpx
 import msgspec
 
+from indexing.remote import retry_after_s
 from service.config import Settings
 from service.errors import InvalidRequest, RaglineError
 from service.generate.caps import output_cap
@@ -239,10 +240,7 @@ class HttpBackend:
     def _wait(resp: httpx.Response) -> float | None:
         if resp.status_code not in (429, 503):
             return None
-        try:
-            return min(30.0, max(0.05, float(resp.headers.get("Retry-After", "1"))))
-        except ValueError:
-            return 1.0
+        return retry_after_s(resp.headers.get("Retry-After"))
 
     @staticmethod
     def _problem(resp: httpx.Response) -> str:

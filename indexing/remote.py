@@ -85,6 +85,7 @@ class RetryAfterTransport(httpx.AsyncBaseTransport):
 
 
 def retry_after_s(value: str | None) -> float:
+    """Seconds to wait from a `Retry-After` header (1 s if absent or unreadable, at most 30)."""
     try:
         return min(MAX_RETRY_WAIT_S, max(0.05, float(value or 1)))
     except ValueError:
