@@ -319,9 +319,10 @@ async def over_http(
                     if resp.status_code != 200:
                         errors += 1
                         return
+                    body = resp.json()
                     total.append(elapsed)
-                    hit_counts.append(len(resp.json()["results"]))
-                    for s, v in resp.json()["timings_ms"].items():
+                    hit_counts.append(len(body["results"]))
+                    for s, v in body["timings_ms"].items():
                         if s in server:
                             server[s].append(float(v))
 
