@@ -18,7 +18,9 @@ from litestar.response import Stream
 from service.api.answering import admission_class, charged, tenant_limit, timings_so_far
 from service.api.auth import authenticate
 from service.api.body import read_json
+from service.api.openai_errors import OPENAI_EXCEPTION_HANDLERS, openai_error
 from service.api.openai_schemas import (
+    CHUNK_OBJECT,
     AssistantMessage,
     ChatChunk,
     ChatCompletion,
@@ -36,19 +38,22 @@ from service.errors import InvalidRequest
 from service.generate.caps import output_cap
 from service.index.filters import parse_filters
 from service.pipeline.chat import condense
-from service.pipeline.events import Done, Error, Event, Sources, Token
+from service.pipeline.events import Done, Error, Event, Source, Sources, Token
 from service.runtime import Runtime
 
 MAX_QUESTION_CHARS = 4000
 _enc = msgspec.json.Encoder()
 
 
-def _info(a: Answering, done: Done) -> RaglineInfo:
+def _info(a: Answering, done: Done, sources: list[Source]) -> RaglineInfo:
     return RaglineInfo(
         request_id=a.request_id,
         cache=a.cache,
         citations=done.citations,
+        abstained=not done.citations,
+        groundedness=done.groundedness,
         degraded=done.degraded,
+        sources=sources,
         timings_ms=done.timings_ms,
         generator=done.usage.generator,
         prompt_version=done.usage.prompt_version,
@@ -75,27 +80,30 @@ async def _chunks(
     cid, created = f"chatcmpl-{a.request_id}", int(time.time())
 
     def chunk(**kw: Any) -> bytes:
-        return b"data: " + _enc.encode(ChatChunk(id=cid, created=created, model=model, **kw))
+        chunk = ChatChunk(id=cid, object=CHUNK_OBJECT, created=created, model=model, **kw)
+        return b"data: " + _enc.encode(chunk)
 
+    sources = a.sources
     async for event in events:
         if isinstance(event, Sources):
+            sources = event.sources
             first = ChunkChoice(delta=Delta(role="assistant", content=""))
             yield chunk(choices=[first], sources=event.sources) + b"\n\n"
         elif isinstance(event, Token):
             yield chunk(choices=[ChunkChoice(delta=Delta(content=event.text))]) + b"\n\n"
         elif isinstance(event, Done):
             last = ChunkChoice(delta=Delta(), finish_reason=_finish(max_tokens, event))
-            yield chunk(choices=[last], ragline=_info(a, event)) + b"\n\n"
+            yield chunk(choices=[last], ragline=_info(a, event, sources)) + b"\n\n"
             if include_usage:
                 yield chunk(choices=[], usage=_usage(event)) + b"\n\n"
         elif isinstance(event, Error):
-            error = {"message": event.message, "type": "ragline_error", "code": event.code}
-            yield b"data: " + _enc.encode({"error": error}) + b"\n\n"
+            status = 504 if event.code == "budget_exceeded" else 503
+            yield b"data: " + _enc.encode(openai_error(status, event.code, event.message)) + b"\n\n"
             return
     yield b"data: [DONE]\n\n"
 
 
-@post("/v1/chat/completions", status_code=200)
+@post("/v1/chat/completions", status_code=200, exception_handlers=OPENAI_EXCEPTION_HANDLERS)
 async def chat_completions(
     request: Request[Any, Any, Any], state: State
 ) -> Response[bytes] | Stream:
@@ -152,7 +160,7 @@ async def chat_completions(
         ],
         usage=_usage(done),
         sources=got.sources or prepared.sources,
-        ragline=_info(prepared, done),
+        ragline=_info(prepared, done, got.sources or prepared.sources),
     )
     return Response(
         msgspec.json.encode(out),

@@ -30,6 +30,7 @@ API_ROUTES = {
     "/v1/answer": "answer",
     "/v1/search": "search",
     "/v1/chat/completions": "chat",
+    "/v1/feedback": "feedback",
 }
 QUIET_ROUTES = {"/healthz": "healthz", "/readyz": "readyz", "/metrics": "metrics"}
 

@@ -314,4 +314,5 @@ async def test_a_retried_chat_completion_is_replayed_not_generated_again(
     assert again["choices"][0]["message"] == first["choices"][0]["message"]
     other = {**body, "messages": [{"role": "user", "content": "Something else?"}]}
     resp = await http.post("/v1/chat/completions", json=other, headers=idem)
-    assert resp.status_code == 422 and resp.json()["code"] == "idempotency_key_reused"
+    assert resp.status_code == 422
+    assert resp.json()["error"]["code"] == "idempotency_key_reused"  # OpenAI error envelope
