@@ -91,8 +91,12 @@
       const li = document.createElement("li");
       li.id = `src-${turn}-${s.id}`;
       li.tabIndex = -1;
+      const sid = document.createElement("span");
+      sid.className = "sid";
+      sid.textContent = s.id; // outside the link: its name is the title alone
+      li.append(sid, " ");
       const a = document.createElement("a");
-      a.textContent = `[${s.id}] ${s.title || s.doc_id}`;
+      a.textContent = s.title || s.doc_id;
       a.dir = "auto";
       if (isHttp(s.source_uri)) {
         a.href = s.source_uri;
