@@ -13,6 +13,7 @@ import msgspec
 from litestar.types import ASGIApp, Receive, Scope, Send
 
 from service.admission.gate import BATCH, INTERACTIVE, AdmissionGate
+from service.api.openai_errors import is_openai_path, openai_error
 from service.api.schemas import Problem
 from service.db.keys import hash_key
 from service.errors import Overloaded, RateLimited
@@ -50,7 +51,7 @@ class AdmissionMiddleware:
                 await _tenant_limit_early(scope, runtime, cls)
                 state["queue_ms"] = await held.enter_async_context(gate.slot(cls))
             except (Overloaded, RateLimited) as exc:
-                await _refuse(exc, str(state.get("request_id", "")), send)
+                await _refuse(exc, str(state.get("request_id", "")), send, scope["path"])
                 return
             await self.app(scope, receive, send)
 
@@ -75,7 +76,7 @@ async def _tenant_limit_early(scope: Scope, runtime: Any, cls: str) -> None:
             return
 
 
-async def _refuse(exc: Overloaded | RateLimited, request_id: str, send: Send) -> None:
+async def _refuse(exc: Overloaded | RateLimited, request_id: str, send: Send, path: str) -> None:
     body = msgspec.json.encode(
         Problem(
             type=f"https://ragline.dev/problems/{exc.code}",
@@ -86,13 +87,19 @@ async def _refuse(exc: Overloaded | RateLimited, request_id: str, send: Send) ->
             request_id=request_id,
         )
     )
+    media = b"application/problem+json"
+    if is_openai_path(path):  # OpenAI clients read OpenAI's envelope
+        body, media = (
+            msgspec.json.encode(openai_error(exc.status, exc.code, exc.message)),
+            b"application/json",
+        )
     retry = str(max(1, math.ceil(exc.retry_after or 1)))
     await send(
         {
             "type": "http.response.start",
             "status": exc.status,
             "headers": [
-                (b"content-type", b"application/problem+json"),
+                (b"content-type", media),
                 (b"content-length", str(len(body)).encode()),
                 (b"retry-after", retry.encode()),
             ],

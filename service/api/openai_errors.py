@@ -35,6 +35,11 @@ _TYPES = {
 }
 
 
+def is_openai_path(path: str) -> bool:
+    """The OpenAI-compatible routes, whose errors use OpenAI's envelope (middleware asks too)."""
+    return path in ("/v1/chat/completions", "/v1/models") or path.startswith("/v1/models/")
+
+
 def error_type(status: int) -> str:
     """OpenAI's `error.type` for an HTTP status."""
     return _TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")

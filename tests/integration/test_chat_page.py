@@ -368,3 +368,31 @@ async def test_keyboard_only(browser: Any, served: Served) -> None:
         await shot(page, served, "keyboard")
     finally:
         await ctx.close()
+
+
+async def test_abstention_and_degraded_answers_are_shown_as_such(
+    browser: Any, served: Served, slow_upstream: Upstream
+) -> None:
+    """Last in the module: the failing upstream may leave the child's breaker open."""
+    from playwright.async_api import expect
+
+    await slow_upstream.control(tokens=["The sources do not say."])
+    ctx, page, _ = await open_page(browser, served)
+    try:
+        await paste_key_and_ask(page, served.keys["slow"], "Who painted the deploy windows?")
+        first = page.get_by_role("log").get_by_role("article").nth(0)
+        await expect(first.get_by_text("Not answered: the sources do not say")).to_be_visible(
+            timeout=30_000
+        )
+        assert "abstained" in (await first.get_attribute("class") or "")
+        await slow_upstream.control(status=503)  # the upstream fails: the fallback answers
+        await page.get_by_role("textbox", name="Question").fill("When do production deploys run?")
+        await page.get_by_role("button", name="Ask").click()
+        second = page.get_by_role("log").get_by_role("article").nth(1)
+        await expect(second.get_by_text(re.compile(r"^Degraded: .*generator"))).to_be_visible(
+            timeout=30_000
+        )
+        assert "ten and four" in await second.locator(".a").inner_text()
+        await shot(page, served, "abstained-and-degraded")
+    finally:
+        await ctx.close()

@@ -139,7 +139,9 @@
       view.turn.classList.add("abstained");
       badge(view, "Not answered: the sources do not say", "warn");
     }
-    if (info.groundedness === null || info.groundedness === undefined) {
+    if (info.abstained) {
+      // no claim to ground: a groundedness score would mislead
+    } else if (info.groundedness === null || info.groundedness === undefined) {
       badge(view, "Groundedness: not scored", "neutral");
     } else {
       const pct = Math.round(info.groundedness * 100);
