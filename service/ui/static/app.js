@@ -36,8 +36,10 @@
     e.preventDefault();
     ask();
   });
+  // Stop stays in place (a fast answer may end before a click lands); idle, it says so.
   stopButton.addEventListener("click", () => {
     if (controller) controller.abort();
+    else say("Nothing to stop: no answer is streaming.");
   });
   newButton.addEventListener("click", () => {
     if (controller) controller.abort();
@@ -174,7 +176,7 @@
   }
 
   function setBusy(busy) {
-    stopButton.hidden = !busy;
+    stopButton.classList.toggle("idle", !busy);
     askButton.disabled = busy;
     log.setAttribute("aria-busy", busy ? "true" : "false");
     if (!busy && document.activeElement === document.body) questionBox.focus();
