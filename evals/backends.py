@@ -26,7 +26,7 @@ from service.identity import Principal
 from service.index.filters import FilterSpec
 from service.pipeline.budget import Budget
 from service.pipeline.events import Event
-from service.pipeline.retrieve import Retriever
+from service.pipeline.retrieve import Retrieval
 
 BATCH_CLASS_HEADER = "X-Ragline-Class"
 """Admission control sheds or queues batch traffic before interactive traffic."""
@@ -164,7 +164,7 @@ class InProcessBackend:
 
     def __init__(
         self,
-        retriever: Retriever,
+        retriever: Retrieval,
         answers: Answers,
         settings: Settings,
         principal: Principal,

