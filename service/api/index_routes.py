@@ -24,6 +24,7 @@ from service.ingest.documents import SourceDoc
 from service.ingest.pipeline import Indexer, IngestOptions
 from service.ingest.plan import hash_salt
 from service.runtime import Runtime
+from service.telemetry.naming import route_name
 
 AnyRequest = Request[Any, Any, Any]
 
@@ -61,7 +62,7 @@ def _indexer(rt: Runtime) -> Indexer:
 def index_handlers(settings: Settings) -> list[HTTPRouteHandler]:
     limit = settings.indexing.max_body_bytes
 
-    @get("/v1/index/documents")
+    @get("/v1/index/documents", opt=route_name("index_list"))
     async def list_documents(request: AnyRequest, state: State) -> Response[bytes]:
         rt: Runtime = state.runtime
         principal = await authenticate(request, rt, state.key_cache, "index")
@@ -80,7 +81,12 @@ def index_handlers(settings: Settings) -> list[HTTPRouteHandler]:
         salt = hash_salt(rt.embedder)
         return _json(RegisteredList(tenant=principal.tenant_id, hash_salt=salt, documents=docs))
 
-    @post("/v1/index/documents", status_code=200, request_max_body_size=limit)
+    @post(
+        "/v1/index/documents",
+        status_code=200,
+        request_max_body_size=limit,
+        opt=route_name("index_add"),
+    )
     async def add_documents(request: AnyRequest, state: State) -> Response[bytes]:
         rt: Runtime = state.runtime
         principal = await authenticate(request, rt, state.key_cache, "index")
@@ -91,7 +97,7 @@ def index_handlers(settings: Settings) -> list[HTTPRouteHandler]:
             )
         return _json(summary)
 
-    @delete("/v1/index/documents/{doc_id:path}", status_code=200)
+    @delete("/v1/index/documents/{doc_id:path}", status_code=200, opt=route_name("index_remove"))
     async def delete_document(
         request: AnyRequest, state: State, doc_id: FromPath[str]
     ) -> Response[bytes]:

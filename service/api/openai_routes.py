@@ -38,6 +38,7 @@ from service.index.filters import parse_filters
 from service.pipeline.chat import condense
 from service.pipeline.events import Done, Error, Event, Sources, Token
 from service.runtime import Runtime
+from service.telemetry.naming import route_name
 
 MAX_QUESTION_CHARS = 4000
 _enc = msgspec.json.Encoder()
@@ -95,7 +96,7 @@ async def _chunks(
     yield b"data: [DONE]\n\n"
 
 
-@post("/v1/chat/completions", status_code=200)
+@post("/v1/chat/completions", status_code=200, opt=route_name("chat"))
 async def chat_completions(
     request: Request[Any, Any, Any], state: State
 ) -> Response[bytes] | Stream:

@@ -29,6 +29,7 @@ from service.index.filters import parse_filters
 from service.pipeline.budget import Budget
 from service.pipeline.events import Event
 from service.runtime import Runtime
+from service.telemetry.naming import route_name
 
 AnyRequest = Request[Any, Any, Any]
 
@@ -49,7 +50,7 @@ async def _sse_at_once(events: AsyncIterator[Event]) -> AsyncIterator[bytes]:
     yield b"".join([encode_event(event) async for event in events])
 
 
-@post("/v1/answer", status_code=200)
+@post("/v1/answer", status_code=200, opt=route_name("answer"))
 async def answer(request: AnyRequest, state: State) -> Response[bytes] | Stream:
     rt: Runtime = state.runtime
     principal = await authenticate(request, rt, state.key_cache, "query")
@@ -98,7 +99,7 @@ async def answer(request: AnyRequest, state: State) -> Response[bytes] | Stream:
     )
 
 
-@post("/v1/search", status_code=200)
+@post("/v1/search", status_code=200, opt=route_name("search"))
 async def search(request: AnyRequest, state: State) -> Response[bytes]:
     rt: Runtime = state.runtime
     principal = await authenticate(request, rt, state.key_cache, "query")
@@ -118,12 +119,12 @@ async def search(request: AnyRequest, state: State) -> Response[bytes]:
     return Response(msgspec.json.encode(out), media_type="application/json")
 
 
-@get("/healthz")
+@get("/healthz", opt=route_name("healthz", quiet=True))
 async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@get("/readyz")
+@get("/readyz", opt=route_name("readyz", quiet=True))
 async def readyz(state: State) -> Response[bytes]:
     rt: Runtime = state.runtime
     checks: dict[str, bool] = {"embedder": rt.embedder is not None}

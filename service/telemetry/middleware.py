@@ -15,7 +15,7 @@ from opentelemetry import trace
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from service.telemetry.context import RequestTelemetry, _current
-from service.telemetry.core import API_ROUTES, QUIET_ROUTES, Telemetry
+from service.telemetry.core import Telemetry
 from service.telemetry.deferred import (
     RequestTrace,
     context_for,
@@ -23,25 +23,26 @@ from service.telemetry.deferred import (
     new_trace_id,
     sampled,
 )
+from service.telemetry.naming import OTHER, RouteNames
 
 _propagator = TraceContextTextMapPropagator()
 _TRACE_HEADERS = (b"traceparent", b"tracestate")
 
 
 class TelemetryMiddleware:
-    def __init__(self, app: ASGIApp, telemetry: Telemetry) -> None:
+    def __init__(self, app: ASGIApp, telemetry: Telemetry, routes: RouteNames) -> None:
+        """`routes` names each request's route from the handler it will reach."""
         self.app = app
         self.telemetry = telemetry
+        self.routes = routes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # type: ignore[comparison-overlap]
             await self.app(scope, receive, send)
             return
         tel = self.telemetry
-        path = scope["path"]
-        quiet = path in QUIET_ROUTES
-        route = QUIET_ROUTES[path] if quiet else API_ROUTES.get(path, "other")
         method = str(scope.get("method", "GET"))
+        route, template, quiet = self.routes(scope["path"], method)
         rec = RequestTelemetry(
             telemetry=tel,
             request_id=str(scope.get("state", {}).get("request_id", "")),
@@ -64,7 +65,7 @@ class TelemetryMiddleware:
             span_id = new_span_id()
             if sampled(tel.provider, parent, trace_id, name):
                 rec.trace = RequestTrace(name, trace_id, span_id, parent)
-                rec.attrs["http.route"] = path if route != "other" else "other"
+                rec.attrs["http.route"] = template if route != OTHER else OTHER
                 token = otel_context.attach(context_for(trace_id, span_id))
         rtoken = _current.set(rec)
         metrics = tel.metrics
