@@ -63,6 +63,7 @@ def open_index(settings: Settings, dim: int) -> VectorIndex:
     if settings.index.backend == "edge":
         path = settings.state_dir / "index" / settings.index.collection
         return EdgeIndex.open(path, dim=dim, threads=settings.index.search_threads, spec=spec)
+    # qdrant-client takes seconds to import: only when index.backend = qdrant
     from service.index.qdrant import QdrantIndex
 
     if not settings.index.qdrant_url:

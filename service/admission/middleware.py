@@ -48,7 +48,7 @@ class AdmissionMiddleware:
         async with contextlib.AsyncExitStack() as held:
             try:
                 await _tenant_limit_early(scope, runtime, cls)
-                state["queue_ms"] = await held.enter_async_context(gate.slot(cls))
+                await held.enter_async_context(gate.slot(cls))
             except (Overloaded, RateLimited) as exc:
                 await _refuse(exc, str(state.get("request_id", "")), send)
                 return

@@ -7,7 +7,7 @@ field (first chunk when streaming), Ragline's `done` details in `ragline` (last 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import msgspec
@@ -71,7 +71,7 @@ def _finish(max_tokens: int, done: Done) -> str:
 
 async def _chunks(
     a: Answering, max_tokens: int, events: AsyncIterator[Event], model: str, include_usage: bool
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes, None]:
     """Answer events as `chat.completion.chunk`s, then `[DONE]`; an error ends the stream."""
     cid, created = f"chatcmpl-{a.request_id}", int(time.time())
 

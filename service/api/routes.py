@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import msgspec
@@ -45,7 +45,7 @@ def _top_k(rt: Runtime, asked: int | None) -> int:
     return asked or r.top_k
 
 
-async def _sse_at_once(events: AsyncIterator[Event]) -> AsyncIterator[bytes]:
+async def _sse_at_once(events: AsyncIterator[Event]) -> AsyncGenerator[bytes, None]:
     """A cached answer is all there already: one write instead of one per token."""
     yield b"".join([encode_event(event) async for event in events])
 

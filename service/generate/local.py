@@ -63,6 +63,7 @@ def find_gguf() -> Path:
 
 def convert_gguf(gguf: Path, out: Path) -> Path:
     """Dequantize the GGUF into a bf16 Hugging Face checkpoint at `out` (once; blocking)."""
+    # torch and transformers load only when the local model is used (seconds, ~1 GB)
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
 
@@ -137,7 +138,7 @@ class LocalGenerator:
     @classmethod
     def load(cls, settings: Settings) -> LocalGenerator:
         """Load (converting first if needed) the model; blocking, call it from a thread."""
-        import torch
+        import torch  # heavy: only when the local model is used
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         g = settings.generator
@@ -222,7 +223,7 @@ class LocalGenerator:
         record: GenerationRecord | None,
     ) -> None:
         """Runs in a worker thread: tokenize, prefill, decode; pushes text pieces to `out`."""
-        import torch
+        import torch  # heavy: only when the local model is used
         from transformers import StoppingCriteria, StoppingCriteriaList, TextStreamer
 
         def push(item: object) -> None:

@@ -23,15 +23,16 @@ from service.telemetry.deferred import (
     new_trace_id,
     sampled,
 )
-from service.telemetry.naming import OTHER, RouteNames
+from service.telemetry.naming import OTHER, RouteNamer
 
 _propagator = TraceContextTextMapPropagator()
 _TRACE_HEADERS = (b"traceparent", b"tracestate")
 
 
 class TelemetryMiddleware:
-    def __init__(self, app: ASGIApp, telemetry: Telemetry, routes: RouteNames) -> None:
-        """`routes` names each request's route from the handler it will reach."""
+    def __init__(self, app: ASGIApp, telemetry: Telemetry, routes: RouteNamer) -> None:
+        """`routes(path, method)` names each request's route (`RouteNames`: from the handler
+        it will reach)."""
         self.app = app
         self.telemetry = telemetry
         self.routes = routes

@@ -9,6 +9,7 @@ one source of these names: nothing keeps a copy of the paths.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, cast
 
 from litestar import Litestar
@@ -18,6 +19,10 @@ from litestar.utils import normalize_path
 ROUTE_KEY = "telemetry_route"
 QUIET_KEY = "telemetry_quiet"
 OTHER = "other"
+
+
+RouteNamer = Callable[[str, str], tuple[str, str, bool]]
+"""(path, method) -> (route name, path template, quiet)."""
 
 
 def route_name(name: str, *, quiet: bool = False) -> dict[str, Any]:
