@@ -1,6 +1,12 @@
 """The runtime: every long-lived part (database pool, index, embedder, pipeline), opened once.
 
-The app's lifespan and the CLI both build it here, so there is one wiring place.
+The app's lifespan and the CLI both build it here, so there is one wiring place. `Runtime`
+composes the request path explicitly, each cache in front of the part it caches:
+
+    MicroBatcher ← CachingEmbedder ← Retriever ← CachingRetriever ← AnswerPipeline
+        (GeneratorRouter: chains of Generators) ← CachingPipeline (`answers`)
+
+(the caching wrappers only when `cache.enabled`; `CachingPipeline` always, for idempotency).
 """
 
 from __future__ import annotations
@@ -18,8 +24,8 @@ from service.cache.answers import CachingPipeline
 from service.cache.embeddings import CachingEmbedder
 from service.cache.keys import Keys
 from service.cache.retrieval import CachingRetriever
+from service.cache.shared import Caching
 from service.cache.stats import Stats
-from service.cache.wiring import Caching
 from service.config import ConfigError, Settings
 from service.db.pool import open_pool
 from service.embed.batcher import MicroBatcher

@@ -129,7 +129,7 @@ class LocalGenerator:
         self.max_prompt_chars = max_prompt_chars
         self.queue_limit = queue
         self.waiting = 0
-        """Requests waiting for a slot (a gauge for metrics)."""
+        """Requests waiting for a slot (at most `queue_limit`: more are refused at once)."""
         self.running = 0
         """Generations running in threads, cancelled ones included until they really stop."""
         self._slots = asyncio.Semaphore(slots)

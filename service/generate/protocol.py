@@ -1,4 +1,5 @@
-"""The generator contract: tokens stream out; cancelling the iterator aborts the work."""
+"""The generator contract: tokens stream out, closing the stream aborts the work, and every
+generator states what it can promise (`deterministic`, `instant`) and which breakers it keeps."""
 
 from __future__ import annotations
 

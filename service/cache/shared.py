@@ -23,8 +23,6 @@ from service.config import Settings
 class Caching:
     def __init__(self, settings: Settings, pool: asyncpg.Pool, stats: Stats, *, keys: Keys) -> None:
         c = settings.cache
-        self.enabled = c.enabled
-        """`cache.enabled`: when off, no wrapper caches (idempotency still replays retries)."""
         self.redis = RedisLink(settings.redis, stats) if settings.redis.url else None
         self.cache = TieredCache(L1Cache(c.l1_max_entries, c.l1_max_bytes), self.redis, stats)
         self.keys = keys
