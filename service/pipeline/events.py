@@ -47,9 +47,17 @@ class Done(msgspec.Struct, kw_only=True, tag="done"):
     null when scoring is off, busy or late."""
 
 
-class Error(msgspec.Struct, kw_only=True, tag="error"):
+class Error(msgspec.Struct, kw_only=True, tag="error", dict=True):
+    """Made by `RaglineError.to_event()`, which also keeps the error itself on the event (a
+    runtime attribute, never encoded): `RaglineError.from_event` hands that one back."""
+
     code: str
     message: str
 
 
 Event = Meta | Sources | Token | Done | Error
+
+
+def event_name(event: Event) -> str:
+    """The event's name on the wire (its tag): `meta`, `sources`, `token`, `done`, `error`."""
+    return str(type(event).__struct_config__.tag)
