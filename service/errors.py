@@ -13,10 +13,17 @@ import math
 
 import msgspec
 
-from service.pipeline.events import Error as ErrorEvent
-
 PROBLEM_TYPE = "https://ragline.dev/problems/"
 PROBLEM_JSON = "application/problem+json"
+
+
+class ErrorEvent(msgspec.Struct, kw_only=True, tag="error", dict=True):
+    """The answer stream's `error` event. Made by `RaglineError.to_event()`, which also keeps
+    the error itself on the event (a runtime attribute, never encoded): `from_event` hands that
+    one back."""
+
+    code: str
+    message: str
 
 
 class Problem(msgspec.Struct, kw_only=True, omit_defaults=True):

@@ -29,9 +29,9 @@ from service.api.openai_schemas import (
     RaglineInfo,
 )
 from service.api.streaming import cancel_on_disconnect, event_stream, server_timing
-from service.errors import RaglineError
+from service.errors import ErrorEvent, RaglineError
 from service.ops.answer import AnswerRun, ChatArgs
-from service.pipeline.events import Done, Error, Sources, Token
+from service.pipeline.events import Done, Sources, Token
 from service.runtime import Runtime
 
 _enc = msgspec.json.Encoder()
@@ -80,7 +80,7 @@ async def _chunks(run: AnswerRun, model: str, include_usage: bool) -> AsyncItera
             yield chunk(choices=[last], ragline=_info(run, event)) + b"\n\n"
             if include_usage:
                 yield chunk(choices=[], usage=_usage(event)) + b"\n\n"
-        elif isinstance(event, Error):
+        elif isinstance(event, ErrorEvent):
             envelope = RaglineError.from_event(event).to_openai()
             yield b"data: " + _enc.encode(envelope) + b"\n\n"
             return

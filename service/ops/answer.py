@@ -11,14 +11,14 @@ import msgspec
 from service.admission.buckets import TenantLimiter
 from service.cache.idempotency import request_digest
 from service.config import Settings
-from service.errors import InvalidRequest, RaglineError, UpstreamError
+from service.errors import ErrorEvent, InvalidRequest, RaglineError, UpstreamError
 from service.generate.caps import output_cap
 from service.identity import Principal
 from service.index.filters import FilterSpec, parse_filters
 from service.ops.caller import Caller
 from service.ops.steps import admit, bounded_top_k
 from service.pipeline.chat import Turn, condense
-from service.pipeline.events import Done, Error, Event, Source, Sources
+from service.pipeline.events import Done, Event, Source, Sources
 from service.pipeline.operation import ANSWER, CHAT
 
 MAX_QUESTION_CHARS = 4000
@@ -109,7 +109,7 @@ class AnswerRun:
         sources: list[Source] = []
         done: Done | None = None
         async for event in self.events:
-            if isinstance(event, Error):
+            if isinstance(event, ErrorEvent):
                 raise RaglineError.from_event(event)
             if isinstance(event, Sources):
                 sources = event.sources
@@ -143,9 +143,14 @@ class AnswerService:
         return await self._start(caller, question, args, operation=CHAT, context=context)
 
     async def _start(
-        self, caller: Caller, query: str, args: AnswerArgs | ChatArgs, *, operation: str,
+        self,
+        caller: Caller,
+        query: str,
+        args: AnswerArgs | ChatArgs,
+        *,
+        operation: str,
         context: str,
-    ) -> AnswerRun:  # fmt: skip
+    ) -> AnswerRun:
         s = self.settings
         filters = parse_filters(args.filters, s.retrieval.metadata_fields)
         max_tokens = output_cap(s.generator, caller.tenant_id, args.max_tokens)

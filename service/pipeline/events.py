@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
+from service.errors import ErrorEvent
+
 
 class Source(msgspec.Struct, kw_only=True):
     id: str
@@ -47,15 +49,8 @@ class Done(msgspec.Struct, kw_only=True, tag="done"):
     null when scoring is off, busy or late."""
 
 
-class Error(msgspec.Struct, kw_only=True, tag="error", dict=True):
-    """Made by `RaglineError.to_event()`, which also keeps the error itself on the event (a
-    runtime attribute, never encoded): `RaglineError.from_event` hands that one back."""
-
-    code: str
-    message: str
-
-
-Event = Meta | Sources | Token | Done | Error
+Event = Meta | Sources | Token | Done | ErrorEvent
+"""The `error` event is the error's own rendering: `service.errors.ErrorEvent`."""
 
 
 def event_name(event: Event) -> str:

@@ -11,6 +11,7 @@ import pytest
 from service.db.documents import DocRow
 from service.errors import (
     DeadlineExceeded,
+    ErrorEvent,
     HttpProblem,
     InvalidRequest,
     RaglineError,
@@ -20,7 +21,7 @@ from service.errors import (
 from service.ingest.documents import LoadError, SourceDoc
 from service.ingest.plan import Changed, DocPlanner, Settled
 from service.ops.answer import AnswerRun
-from service.pipeline.events import Done, Error, Event, Meta, Source, Sources, Usage
+from service.pipeline.events import Done, Event, Meta, Source, Sources, Usage
 from service.request_state import RequestState
 
 
@@ -41,7 +42,7 @@ def test_an_error_event_hands_back_the_very_error_it_was_made_from() -> None:
     assert (event.code, event.message) == ("budget_exceeded", exc.message)
     assert RaglineError.from_event(event) is exc
     # An event made some other way (no error kept) reports a failed dependency with its code.
-    bare = RaglineError.from_event(Error(code="generator_failed", message="gone"))
+    bare = RaglineError.from_event(ErrorEvent(code="generator_failed", message="gone"))
     assert isinstance(bare, UpstreamError) and bare.code == "generator_failed"
     assert exc.to_openai() == {
         "error": {"message": exc.message, "type": "ragline_error", "code": "budget_exceeded"}
