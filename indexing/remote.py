@@ -1,8 +1,8 @@
 """`ragline index add|rm --url URL --key KEY`: index through a running service.
 
-Files are found and parsed here, exactly as for the embedded index; unchanged documents are
-skipped here too (the service lists its registry with each document's hash), so only new or
-changed documents travel, in batches, to `POST /v1/index/documents`, where the service chunks,
+Files are found and parsed here, exactly as for the embedded index, and each document is decided
+by the same `DocPlanner` as there (load errors, duplicate ids, ACLs, unchanged documents — the
+service lists its registry with each document's hash), so only new or changed documents travel, in batches, to `POST /v1/index/documents`, where the service chunks,
 embeds and writes them. `--prune` removes gone documents with `DELETE /v1/index/documents/ID`.
 """
 
