@@ -2,8 +2,9 @@
 
 Files are found and parsed here, exactly as for the embedded index, and each document is decided
 by the same `DocPlanner` as there (load errors, duplicate ids, ACLs, unchanged documents — the
-service lists its registry with each document's hash), so only new or changed documents travel, in batches, to `POST /v1/index/documents`, where the service chunks,
-embeds and writes them. `--prune` removes gone documents with `DELETE /v1/index/documents/ID`.
+service lists its registry with each document's hash), so only new or changed documents
+travel, in batches, to `POST /v1/index/documents`, where the service chunks, embeds and writes
+them. `--prune` removes gone documents with `DELETE /v1/index/documents/ID`.
 """
 
 from __future__ import annotations
