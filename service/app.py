@@ -43,9 +43,16 @@ def create_app(
             stats=rt.stats,
             breakers=rt.router.breakers,
         )
+        unobserve = (
+            rt.pipeline.grounder.add_observer(tel.metrics.groundedness.observe)
+            if tel.metrics is not None
+            else None
+        )
         try:
             yield
         finally:
+            if unobserve is not None:
+                unobserve()
             await tel.close()
             if runtime is None:
                 await rt.close()

@@ -137,6 +137,12 @@ class Metrics:
             ["model", "kind"],
             registry=r,
         )
+        self.groundedness = Histogram(
+            "ragline_groundedness",
+            "Groundedness of each scored answer (0 unsupported … 1 fully supported by sources).",
+            buckets=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
+            registry=r,
+        )
         self.usage_written = Counter(
             "ragline_usage_records_written", "Usage records stored in PostgreSQL.", registry=r
         )

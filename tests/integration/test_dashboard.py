@@ -88,6 +88,8 @@ async def test_a_failing_generator_opens_its_breaker_on_metrics_and_the_dashboar
     app: GenApp, key: str
 ) -> None:
     failures = app.runtime.settings.generator.breaker_failures
+    grounder = app.runtime.pipeline.grounder
+    skipped = grounder.skipped
     for b in app.breakers():
         b.reset_s = 60.0  # stays open until the scrape, however slow the machine
     async with httpx.AsyncClient(base_url=app.url, timeout=20) as client:
@@ -118,6 +120,10 @@ async def test_a_failing_generator_opens_its_breaker_on_metrics_and_the_dashboar
     assert delta("ragline_generator_errors_total", model="openai", kind="error") == failures
     assert delta("ragline_degradations_total", kind="generator_error_openai") == failures
     assert delta("ragline_degradations_total", kind="generator_circuit_open_openai") == 1
+    # each answer's groundedness score reached its histogram (advertised in the README);
+    # a score the busy or late grounder skipped is not one
+    scored = failures + 2 - (grounder.skipped - skipped)
+    assert scored >= 1 and delta("ragline_groundedness_count") == scored
 
     # every metric and label a dashboard query uses is in the exposition of a real app
     exported: dict[str, set[str]] = {}

@@ -29,10 +29,13 @@ SOURCES = {"S1": "The office opens at nine in the morning. Parking is free for v
 async def test_scores_an_answer_and_tells_the_observers() -> None:
     grounder = Grounder.from_settings(GroundingSettings(), None)
     seen: list[float] = []
-    grounder.add_observer(seen.append)
+    stop = grounder.add_observer(seen.append)
     good = await grounder.score("The office opens at nine in the morning [S1].", SOURCES)
     bad = await grounder.score("The office closes at midnight on Sundays in Paris [S1].", SOURCES)
     assert good is not None and bad is not None and good > 0.5 > bad
+    assert seen == [good, bad]
+    stop()  # unregistered: later scores are not seen
+    assert await grounder.score("The office opens at nine [S1].", SOURCES) is not None
     assert seen == [good, bad]
     grounder.close()
 
