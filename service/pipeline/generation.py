@@ -6,7 +6,7 @@ A generator that is not `instant` must produce its first piece within
 generator is instant and always runs to the end, so a chain ending in it always answers.
 After the first piece there is no going back: a later failure is an error for the caller.
 Every failure is counted in `ragline_generator_errors_total{model, kind}` (kind: `timeout`,
-`busy`, `error`, `mid_answer`) and moves the generator's breaker.
+`busy`, `error`, `mid_answer`); all but `busy` also count against the generator's breaker.
 """
 
 from __future__ import annotations

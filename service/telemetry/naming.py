@@ -41,7 +41,7 @@ class RouteNames:
         """(name, path template, quiet); (`other`, `other`, False) when no named handler."""
         try:
             _, handler, _, _, template = self._router.handle_routing(
-                path=normalize_path(path), method=cast("Method", method)
+                path=normalize_path(path), method=cast(Method, method)
             )
         except Exception:  # NotFound, MethodNotAllowed: the app answers 404 / 405 itself
             return OTHER, OTHER, False
