@@ -21,6 +21,7 @@ from service.db.feedback import record_feedback, usage_exists
 from service.errors import NotFound, RaglineError
 from service.runtime import Runtime
 from service.telemetry.core import Telemetry
+from service.telemetry.naming import route_name
 
 MAX_COMMENT_CHARS = 2000
 
@@ -47,7 +48,7 @@ class FeedbackResponse(msgspec.Struct, kw_only=True):
     recorded_at: str
 
 
-@post("/v1/feedback", status_code=200)
+@post("/v1/feedback", status_code=200, opt=route_name("feedback"))
 async def feedback(request: Request[Any, Any, Any], state: State) -> Response[bytes]:
     rt: Runtime = state.runtime
     principal = await authenticate(request, rt, state.key_cache, "query")

@@ -18,6 +18,7 @@ from service.api.openai_errors import OPENAI_EXCEPTION_HANDLERS
 from service.api.openai_schemas import Model, ModelList
 from service.errors import NotFound
 from service.runtime import Runtime
+from service.telemetry.naming import route_name
 
 MODEL_ID = "ragline"
 _CREATED = int(time.time())
@@ -27,7 +28,7 @@ def _model() -> Model:
     return Model(id=MODEL_ID, created=_CREATED, owned_by="ragline")
 
 
-@get("/v1/models", exception_handlers=OPENAI_EXCEPTION_HANDLERS)
+@get("/v1/models", exception_handlers=OPENAI_EXCEPTION_HANDLERS, opt=route_name("models"))
 async def list_models(request: Request[Any, Any, Any], state: State) -> Response[bytes]:
     rt: Runtime = state.runtime
     await authenticate(request, rt, state.key_cache, "query")
@@ -35,7 +36,11 @@ async def list_models(request: Request[Any, Any, Any], state: State) -> Response
     return Response(body, media_type="application/json")
 
 
-@get("/v1/models/{model_id:str}", exception_handlers=OPENAI_EXCEPTION_HANDLERS)
+@get(
+    "/v1/models/{model_id:str}",
+    exception_handlers=OPENAI_EXCEPTION_HANDLERS,
+    opt=route_name("models"),
+)
 async def get_model(
     request: Request[Any, Any, Any], state: State, model_id: FromPath[str]
 ) -> Response[bytes]:

@@ -130,16 +130,3 @@ class Model(msgspec.Struct, kw_only=True):
 class ModelList(msgspec.Struct, kw_only=True):
     object: str = "list"
     data: list[Model]
-
-
-class OpenAIErrorBody(msgspec.Struct, kw_only=True):
-    message: str
-    type: str
-    code: str | None
-    param: str | None = None
-
-
-class OpenAIError(msgspec.Struct, kw_only=True):
-    """OpenAI's error envelope: `{"error": {"message", "type", "code", "param"}}`."""
-
-    error: OpenAIErrorBody
