@@ -10,13 +10,19 @@ from litestar.datastructures import State
 
 from service.api.body import read_json
 from service.api.caller import caller
-from service.ops.feedback import FeedbackArgs, give_feedback
+from service.api.docs import documented
+from service.ops.feedback import FeedbackArgs, FeedbackResult, give_feedback
 from service.runtime import Runtime
 from service.telemetry.core import Telemetry
 from service.telemetry.naming import route_name
 
 
-@post("/v1/feedback", status_code=200, opt=route_name("feedback"))
+@post(
+    "/v1/feedback",
+    status_code=200,
+    opt=route_name("feedback"),
+    operation_class=documented(FeedbackArgs, FeedbackResult),
+)
 async def feedback(request: Request[Any, Any, Any], state: State) -> Response[bytes]:
     rt: Runtime = state.runtime
     tel: Telemetry = state.telemetry

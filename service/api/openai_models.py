@@ -14,6 +14,7 @@ from litestar.datastructures import State
 from litestar.params import FromPath
 
 from service.api.auth import authenticate
+from service.api.docs import documented
 from service.api.openai_errors import OPENAI_EXCEPTION_HANDLERS
 from service.api.openai_schemas import Model, ModelList
 from service.errors import NotFound
@@ -28,7 +29,12 @@ def _model() -> Model:
     return Model(id=MODEL_ID, created=_CREATED, owned_by="ragline")
 
 
-@get("/v1/models", exception_handlers=OPENAI_EXCEPTION_HANDLERS, opt=route_name("models"))
+@get(
+    "/v1/models",
+    exception_handlers=OPENAI_EXCEPTION_HANDLERS,
+    opt=route_name("models"),
+    operation_class=documented(None, ModelList),
+)
 async def list_models(request: Request[Any, Any, Any], state: State) -> Response[bytes]:
     rt: Runtime = state.runtime
     await authenticate(request, rt, state.key_cache, "query")
@@ -40,6 +46,7 @@ async def list_models(request: Request[Any, Any, Any], state: State) -> Response
     "/v1/models/{model_id:str}",
     exception_handlers=OPENAI_EXCEPTION_HANDLERS,
     opt=route_name("models"),
+    operation_class=documented(None, Model),
 )
 async def get_model(
     request: Request[Any, Any, Any], state: State, model_id: FromPath[str]

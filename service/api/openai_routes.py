@@ -17,6 +17,7 @@ from litestar.response import Stream
 
 from service.api.body import read_json
 from service.api.caller import caller
+from service.api.docs import documented
 from service.api.openai_errors import OPENAI_EXCEPTION_HANDLERS
 from service.api.openai_schemas import (
     CHUNK_OBJECT,
@@ -101,6 +102,7 @@ async def _chunks(run: AnswerRun, model: str, include_usage: bool) -> AsyncGener
     status_code=200,
     opt=route_name("chat"),
     exception_handlers=OPENAI_EXCEPTION_HANDLERS,
+    operation_class=documented(ChatRequest, ChatCompletion, streams=True),
 )
 async def chat_completions(
     request: Request[Any, Any, Any], state: State

@@ -398,3 +398,21 @@ async def test_abstention_and_degraded_answers_are_shown_as_such(
         await shot(page, served, "abstained-and-degraded")
     finally:
         await ctx.close()
+
+
+async def test_the_swagger_page_renders_offline(browser: Any, served: Served) -> None:
+    from playwright.async_api import expect
+
+    ctx = await browser.new_context()
+    page = await ctx.new_page()
+    requested: list[str] = []
+    page.on("request", lambda r: requested.append(r.url))
+    try:
+        await page.goto(served.url + "/")
+        await page.get_by_role("link", name="API reference").click()
+        await expect(page.get_by_text("/v1/chat/completions").first).to_be_visible(timeout=30_000)
+        await expect(page.get_by_text("/v1/feedback").first).to_be_visible()
+        assert all(u.startswith(served.url + "/") for u in requested), requested
+        await shot(page, served, "swagger")
+    finally:
+        await ctx.close()

@@ -352,6 +352,17 @@ async def test_schema_swagger_page_and_chat_page_are_served_offline(server: str)
         for path in ("/v1/chat/completions", "/v1/models", "/v1/answer", "/v1/feedback"):
             assert path in schema["paths"], path
         assert "/" not in schema["paths"]
+
+        def body(path: str) -> dict[str, Any]:
+            op = schema["paths"][path]["post"]
+            return dict(op["requestBody"]["content"]["application/json"]["schema"])
+
+        assert "messages" in body("/v1/chat/completions")["required"]
+        assert body("/v1/answer")["required"] == ["query"]
+        assert set(body("/v1/feedback")["properties"]["rating"]["enum"]) == {"up", "down"}
+        chat_ok = schema["paths"]["/v1/chat/completions"]["post"]["responses"]["200"]["content"]
+        assert set(chat_ok) == {"application/json", "text/event-stream"}
+        assert "choices" in chat_ok["application/json"]["schema"]["properties"]
         assert (await http.get("/schema/openapi.yaml")).status_code == 200
         page = await http.get("/schema/swagger")
         assert page.status_code == 200 and "/schema/assets/swagger-ui-bundle.js" in page.text
