@@ -146,7 +146,12 @@ async def test_models_are_listed_and_retrieved(server: str, keys: dict[str, str]
     async with httpx.AsyncClient(base_url=server) as http:
         raw = (await http.get("/v1/models", headers=auth(keys["main"]))).json()
         assert raw["object"] == "list" and raw["data"][0]["object"] == "model"
-        assert (await http.get("/v1/models")).status_code == 401
+        # the same static list for everyone: no key needed; a key sent is checked
+        anonymous = await http.get("/v1/models")
+        assert anonymous.status_code == 200 and anonymous.json() == raw
+        wrong = await http.get("/v1/models", headers=auth("rk_nope"))
+        assert wrong.status_code == 401 and wrong.json()["error"]["code"] == "invalid_key"
+        assert (await http.get("/v1/models/ragline")).status_code == 200
 
 
 async def test_errors_on_openai_routes_are_openai_shaped(server: str, keys: dict[str, str]) -> None:
