@@ -65,3 +65,106 @@ def test_a_metadata_field_may_not_shadow_ragline_s_own_payload(field: str) -> No
     env = {"RAGLINE_RETRIEVAL_METADATA_FIELDS": f'{{"{field}": "keyword"}}'}
     with pytest.raises(ConfigError, match=f"'{field}' is reserved"):
         load_settings(environ=env)
+
+
+# Every range declared on a field, with a value outside it: loading names the setting.
+OUT_OF_RANGE = [
+    ("server", "port", "0"),
+    ("server", "port", "65536"),
+    ("database", "pool_max", "0"),
+    ("redis", "timeout_ms", "0"),
+    ("redis", "failures_to_degrade", "0"),
+    ("redis", "probe_interval_s", "-1"),
+    ("cache", "l1_max_entries", "0"),
+    ("cache", "l1_max_bytes", "0"),
+    ("cache", "version_timeout_ms", "0"),
+    ("admission", "max_in_flight", "-1"),
+    ("admission", "batch_max_in_flight", "-1"),
+    ("admission", "queue_target_ms", "-1"),
+    ("admission", "batch_queue_target_ms", "-1"),
+    ("index", "shards", "1025"),
+    ("index", "replicas", "0"),
+    ("embedder", "threads", "0"),
+    ("embedder", "max_batch", "0"),
+    ("indexing", "embed_batch", "0"),
+    ("indexing", "queue_docs", "0"),
+    ("retrieval", "top_k", "0"),
+    ("retrieval", "max_top_k", "0"),
+    ("retrieval", "prefetch", "501"),
+    ("retrieval", "shortlist", "201"),
+    ("retrieval", "bm25_scale", "0"),
+    ("retrieval", "rrf_k", "0"),
+    ("retrieval", "saturation", "0"),
+    ("retrieval", "dense_weight", "1.1"),
+    ("retrieval", "non_latin_dense_weight", "-0.1"),
+    ("rerank", "max_candidates", "101"),
+    ("trim", "context_tokens", "0"),
+    ("generator", "max_tokens", "0"),
+    ("generator", "max_tokens_limit", "0"),
+    ("generator", "max_connections", "0"),
+    ("generator", "local_threads", "0"),
+    ("generator", "local_slots", "0"),
+    ("generator", "breaker_failures", "0"),
+    ("budget", "ttft_ms", "0"),
+    ("budget", "sse_keepalive_ms", "0"),
+    ("grounding", "timeout_ms", "0"),
+    ("grounding", "max_backlog", "0"),
+    ("telemetry", "sample_ratio", "1.5"),
+    ("telemetry", "max_tenant_labels", "0"),
+    ("telemetry", "usage_buffer", "0"),
+    ("telemetry", "usage_batch", "0"),
+    ("telemetry", "usage_flush_ms", "0"),
+]
+
+
+@pytest.mark.parametrize(("section", "field", "value"), OUT_OF_RANGE)
+def test_a_value_out_of_range_names_the_variable(section: str, field: str, value: str) -> None:
+    var = f"RAGLINE_{section.upper()}_{field.upper()}"
+    with pytest.raises(ConfigError) as exc:
+        load_settings(environ={var: value})
+    assert str(exc.value).startswith(f"setting {section}.{field} ({var}): Expected `")
+    assert str(exc.value).endswith(f"got {value!r}")
+
+
+@pytest.mark.parametrize(("section", "field", "value"), OUT_OF_RANGE)
+def test_a_toml_value_out_of_range_names_the_key_and_the_file(
+    tmp_path: Path, section: str, field: str, value: str
+) -> None:
+    cfg = tmp_path / "ragline.toml"
+    cfg.write_text(f"[{section}]\n{field} = {value}\n")
+    with pytest.raises(ConfigError) as exc:
+        load_settings(cfg, environ={})
+    assert str(exc.value).startswith(f"setting {section}.{field} (in {cfg}): Expected `")
+
+
+def test_the_environment_wins_over_the_file_in_the_message(tmp_path: Path) -> None:
+    cfg = tmp_path / "ragline.toml"
+    cfg.write_text("[retrieval]\nprefetch = 40\n")
+    with pytest.raises(ConfigError, match=r"retrieval\.prefetch \(RAGLINE_RETRIEVAL_PREFETCH\)"):
+        load_settings(cfg, environ={"RAGLINE_RETRIEVAL_PREFETCH": "0"})
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"RAGLINE_SERVER_PORT": "1"}, None),
+        ({"RAGLINE_SERVER_PORT": "65535"}, None),
+        ({"RAGLINE_RETRIEVAL_PREFETCH": "500"}, None),
+        ({"RAGLINE_TELEMETRY_SAMPLE_RATIO": "0"}, None),
+        ({"RAGLINE_RETRIEVAL_TOP_K": "21"}, "retrieval.top_k: must be <= retrieval.max_top_k"),
+        ({"RAGLINE_DATABASE_POOL_MIN": "9"}, "database.pool_min: must be <= database.pool_max"),
+        (
+            {"RAGLINE_ADMISSION_MAX_IN_FLIGHT": "2", "RAGLINE_ADMISSION_BATCH_MAX_IN_FLIGHT": "2"},
+            "admission.batch_max_in_flight: must be < admission.max_in_flight",
+        ),
+        ({"RAGLINE_RERANK_BACKEND": "cross_encoder"}, "rerank.model_dir: required"),
+    ],
+)
+def test_bounds_are_inclusive_and_cross_field_rules_hold(
+    env: dict[str, str], named: str | None
+) -> None:
+    if named is None:
+        load_settings(environ=env)
+        return
+    with pytest.raises(ConfigError, match=f"setting {named}"):
+        load_settings(environ=env)
