@@ -52,7 +52,8 @@ async def transformers_runs(threads: int, runs: int, max_tokens: int) -> list[tu
 
 
 def llama_runs(threads: int, runs: int, max_tokens: int) -> list[tuple[float, float]]:
-    from llama_cpp import Llama  # type: ignore[import-not-found, unused-ignore]
+    # llama-cpp-python is not a dependency: imported only for --runtime llama.cpp
+    from llama_cpp import Llama  # type: ignore[import-not-found, unused-ignore]  # noqa: PLC0415
 
     llm: Any = Llama(
         model_path=str(find_gguf()),
