@@ -137,7 +137,7 @@ def _batches(docs: list[SourceDoc]) -> Iterator[list[SourceDoc]]:
 
 
 async def remote_add(url: str, key: str, args: argparse.Namespace) -> Summary:
-    from indexing.cli import parse_meta
+    from indexing.args import parse_meta
 
     selection = Selection(include=tuple(args.include or ()), exclude=tuple(args.exclude or ()))
     roots = [Path(p) for p in args.paths]

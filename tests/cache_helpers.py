@@ -12,8 +12,10 @@ from typing import Any
 
 import msgspec
 
+from service.config import RedisSettings
 from service.generate.extractive import ExtractiveGenerator
 from service.generate.protocol import GenerationRecord, Passage
+from service.runtime import Runtime
 
 TEST_REDIS_URL = os.environ.get("RAGLINE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 
@@ -51,15 +53,11 @@ def with_sections(settings: Any, **sections: Any) -> Any:
 
 
 def redis_settings(url: str = TEST_REDIS_URL, **kw: Any) -> Any:
-    from service.config import RedisSettings
-
     return RedisSettings(url=url, prefix=f"ragline-test-{secrets.token_hex(4)}:", **kw)
 
 
 async def replica(runtime: Any, settings: Any) -> Any:
     """Another Runtime over the same pool, index and embedder (as a second replica would be)."""
-    from service.runtime import Runtime
-
     rt = Runtime(settings, runtime.pool, runtime.index, runtime.embedder)
     rt.batcher.start()
     await rt.caching.start()

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from service.config import ConfigError, load_settings
@@ -41,8 +43,6 @@ def test_bad_generator_settings_name_the_key(env: dict[str, str], named: str) ->
 
 
 def test_deploy_pool_config_loads() -> None:
-    from pathlib import Path
-
     path = Path(__file__).resolve().parents[2] / "deploy/vllm/ragline-pool.toml"
     s = load_settings(path, environ={})
     assert s.generator.backend == "openai" and len(s.generator.base_urls) == 2
