@@ -9,7 +9,7 @@ mean dev nDCG@10 among those at least as good as the best single retriever on ev
 half. Then the feature reranker's weights are fitted by coordinate ascent on the mean dev
 nDCG@10 over the fused shortlist. Test numbers are printed next to dev and never used to choose.
 Writes `--out` (default `$TMPDIR/ragline-bench/tuning.json`); the chosen values are the defaults
-in `service/config.py` and `service/rerank/features.py`.
+in `service/config/sections.py` and `service/rerank/features.py`.
 """
 
 from __future__ import annotations
