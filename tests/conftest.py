@@ -17,6 +17,7 @@ import pytest
 from service.config import load_settings
 from service.embed.loader import load_embedder
 from service.runtime import Runtime
+from tests.helpers import ROOT
 from tests.serving import serve
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -84,4 +85,4 @@ async def http(server: str) -> AsyncIterator[httpx.AsyncClient]:
 
 @pytest.fixture(scope="session")
 def sample_dir() -> Iterator[Path]:
-    yield Path(__file__).resolve().parent.parent / "data" / "sample"
+    yield ROOT / "data" / "sample"

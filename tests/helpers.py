@@ -14,6 +14,8 @@ from service.db.keys import create_key
 from service.db.tenants import create_tenant
 from service.ingest.pipeline import Indexer
 
+ROOT = Path(__file__).resolve().parent.parent  # the checkout
+
 
 def parse_sse(raw: str) -> list[tuple[str, Any]]:
     events: list[tuple[str, Any]] = []

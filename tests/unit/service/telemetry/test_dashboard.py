@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 
 from service.config import load_settings
 from service.telemetry.metrics import Metrics
+from tests.helpers import ROOT
 
 pytestmark = pytest.mark.unit
 
-DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "ragline-dashboard.json"
+DASHBOARD = ROOT / "deploy" / "grafana" / "ragline-dashboard.json"
 SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_count", "_sum"), "gauge": ("",)}
 
 
