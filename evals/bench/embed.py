@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import torch
 from tokenizers import Tokenizer
 
 from service.embed.onnx import OnnxEmbedder
@@ -63,8 +64,6 @@ class Config:
 
     def embed(self, texts: Sequence[str]) -> None:
         if self.uses_torch:
-            import torch  # noqa: PLC0415 (already loaded by the torch embedder above)
-
             torch.set_num_threads(self.threads)  # process-wide, so set before every call
         self.embedder.embed(texts)
 
