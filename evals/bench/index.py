@@ -51,7 +51,7 @@ from service.ingest.summary import Summary
 
 _SCIFACT = Path("shared/data/scifact/derived/corpus.jsonl")  # ../shared beside the checkout
 DEFAULT_CORPUS = next(
-    (p / _SCIFACT for p in Path(__file__).resolve().parents[1:4] if (p / _SCIFACT).is_file()),
+    (p / _SCIFACT for p in Path(__file__).resolve().parents[2:5] if (p / _SCIFACT).is_file()),
     Path("..") / _SCIFACT,
 )
 DEFAULT_OUT = default_out("index.json")
