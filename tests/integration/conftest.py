@@ -83,11 +83,7 @@ class GenApp:
 
     def breakers(self) -> list[Any]:
         """The router's breakers and the upstream servers' own."""
-        router = self.runtime.router
-        out = list(router.breakers.values())
-        for gen in router.generators.values():
-            out.extend(ep.breaker for ep in getattr(gen, "endpoints", []))
-        return out
+        return list(self.runtime.router.breakers())
 
     def reset_breakers(self) -> None:
         for b in self.breakers():
