@@ -9,7 +9,8 @@ degraded requests, and which generator answered. `openai` talks to the real CPU 
 long a client disconnect takes to abort the upstream request (against the stub upstream).
 
 Run it alone on the machine: `flock /tmp/ragline-bench.lock ragline bench latency`.
-Writes `bench/results/latency.json` with the date, machine and load average.
+Writes `--out` (default `$TMPDIR/ragline-bench/latency.json`) with the date, machine and load
+average.
 """
 
 from __future__ import annotations
@@ -32,11 +33,12 @@ from typing import Any
 import httpx
 import msgspec
 
+from evals.bench.output import default_out
 from service.generate.extractive import ExtractiveGenerator
 from service.generate.protocol import Passage
 
 ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_OUT = Path("bench/results/latency.json")
+DEFAULT_OUT = default_out("latency.json")
 SAMPLE = ROOT / "data" / "sample"
 VLLM_HOME = Path(os.environ.get("RAGLINE_VLLM_HOME", Path.home() / ".cache/ragline/vllm"))
 TARGET_P95_MS = 100.0  # extractive, 4 clients
