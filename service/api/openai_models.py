@@ -18,11 +18,10 @@ from litestar.params import FromPath
 
 from service.api.auth import authenticate
 from service.api.docs import documented
-from service.api.openai_errors import OPENAI_EXCEPTION_HANDLERS
+from service.api.openai_errors import OPENAI_EXCEPTION_HANDLERS, openai_route
 from service.api.openai_schemas import Model, ModelList
 from service.errors import NotFound
 from service.runtime import Runtime
-from service.telemetry.naming import route_name
 
 MODEL_ID = "ragline"
 _CREATED = int(time.time())
@@ -41,7 +40,7 @@ def _model() -> Model:
 @get(
     "/v1/models",
     exception_handlers=OPENAI_EXCEPTION_HANDLERS,
-    opt=route_name("models"),
+    opt=openai_route("models"),
     operation_class=documented(None, ModelList),
 )
 async def list_models(request: Request[Any, Any, Any], state: State) -> Response[bytes]:
@@ -53,7 +52,7 @@ async def list_models(request: Request[Any, Any, Any], state: State) -> Response
 @get(
     "/v1/models/{model_id:str}",
     exception_handlers=OPENAI_EXCEPTION_HANDLERS,
-    opt=route_name("models"),
+    opt=openai_route("model"),
     operation_class=documented(None, Model),
 )
 async def get_model(
