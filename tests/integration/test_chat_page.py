@@ -198,7 +198,8 @@ async def shot(page: Any, served: Served, name: str) -> Path:
 async def test_ask_streams_then_cites_and_rates(
     browser: Any, served: Served, slow_upstream: Upstream
 ) -> None:
-    await slow_upstream.control(tokens=SLOW_TOKENS, token_delay_s=0.25)
+    # ~5 s of tokens: ample time to see a partial answer, even on a loaded machine
+    await slow_upstream.control(tokens=SLOW_TOKENS, token_delay_s=0.6)
     ctx, page, requested = await open_page(browser, served)
     try:
         await paste_key_and_ask(page, served.keys["slow"], "When do production deploys run?")
