@@ -275,6 +275,18 @@ async def test_stop_cancels_the_stream_and_the_server_work(
         await page.get_by_role("button", name="Stop").click()
         await expect(page.locator("#status")).to_have_text(re.compile("Nothing to stop"))
         await shot(page, served, "stopped")
+        # from the keyboard: Enter asks, Escape stops
+        await page.get_by_role("textbox", name="Question").fill("And everything else?")
+        await page.keyboard.press("Enter")
+        second = log.get_by_role("article").nth(1)
+        await expect(second).to_contain_text("word1", timeout=20_000)
+        await page.keyboard.press("Escape")
+        await expect(second.get_by_text("Stopped", exact=True)).to_be_visible()
+        async with asyncio.timeout(15):
+            while True:
+                if await served.in_flight() == 0:
+                    break
+                await asyncio.sleep(0.1)
     finally:
         await ctx.close()
 
