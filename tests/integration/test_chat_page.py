@@ -315,6 +315,28 @@ async def test_hindi_question_and_follow_up_turn(browser: Any, served: Served) -
         await ctx.close()
 
 
+async def test_stop_on_a_fast_answer_is_harmless(browser: Any, served: Served) -> None:
+    """The extractive generator answers in milliseconds: a Stop pressed right after Ask either
+    stops it or finds nothing to stop; the page stays usable and nothing stays in flight."""
+    ctx, page, _ = await open_page(browser, served)
+    try:
+        await paste_key_and_ask(page, served.keys["web"], "What is FastAPI based on?")
+        sources = page.get_by_role("list", name="Sources")
+        await expect(sources.get_by_role("link").first).to_be_visible(timeout=30_000)
+        await page.get_by_role("textbox", name="Question").fill("Is it fast?")
+        await page.get_by_role("button", name="Ask").click()
+        await page.get_by_role("button", name="Stop").click()
+        await expect(page.get_by_role("button", name="Ask")).to_be_enabled(timeout=30_000)
+        await expect(page.get_by_role("log").get_by_role("article")).to_have_count(2)
+        async with asyncio.timeout(15):
+            while True:
+                if await served.in_flight() == 0:
+                    break
+                await asyncio.sleep(0.1)
+    finally:
+        await ctx.close()
+
+
 async def test_phone_width(browser: Any, served: Served) -> None:
     ctx, page, _ = await open_page(
         browser, served, viewport={"width": 375, "height": 740}, is_mobile=True, has_touch=True
