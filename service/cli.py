@@ -96,20 +96,42 @@ def cmd_tenants_ls(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_keys_create(args: argparse.Namespace, settings: Settings) -> int:
-    from service.db.keys import create_key
+    from service.db.audit import record
+    from service.db.keys import create_key, parse_duration
 
     async def go(conn: Any) -> int:
-        key = await create_key(
-            conn,
-            tenant_id=args.tenant,
-            user_id=args.user,
-            groups=args.group or [],
-            scopes=args.scope or ["query"],
-        )
+        async with conn.transaction():
+            key = await create_key(
+                conn,
+                tenant_id=args.tenant,
+                user_id=args.user,
+                groups=args.group or [],
+                scopes=args.scope or ["query"],
+                expires_in=parse_duration(args.expires_in) if args.expires_in else None,
+                may_assert=args.may_assert or [],
+            )
+            await record(
+                conn,
+                tenant_id=key.tenant_id,
+                actor=cli_actor(),
+                action="key.create",
+                target=key.key_id,
+                details={
+                    "user": key.user_id,
+                    "groups": key.groups,
+                    "scopes": key.scopes,
+                    "expires_at": key.expires_at,
+                    "may_assert": key.may_assert,
+                },
+            )
 
         def show(k: Any) -> None:
             print(f"key id: {k.key_id}  tenant: {k.tenant_id}  user: {k.user_id}")
             print(f"groups: {', '.join(k.groups) or '-'}  scopes: {', '.join(k.scopes)}")
+            if k.expires_at:
+                print(f"expires: {k.expires_at}")
+            if k.may_assert:
+                print(f"may assert: {', '.join(k.may_assert)}")
             print(f"API key (shown once, store it now): {k.key}")
 
         emit(key, args.json, show)
@@ -119,10 +141,26 @@ def cmd_keys_create(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_keys_revoke(args: argparse.Namespace, settings: Settings) -> int:
+    from service.auth.notify import notify_auth_change
+    from service.db.audit import record
     from service.db.keys import revoke_key
 
     async def go(conn: Any) -> int:
-        ok = await revoke_key(conn, args.key_id)
+        async with conn.transaction():
+            tenant = await conn.fetchval(
+                "SELECT tenant_id FROM api_keys WHERE key_id = $1", args.key_id
+            )
+            ok = await revoke_key(conn, args.key_id)
+            if ok:
+                await record(
+                    conn,
+                    tenant_id=tenant,
+                    actor=cli_actor(),
+                    action="key.revoke",
+                    target=args.key_id,
+                )
+        if ok:
+            await notify_auth_change(settings)
         print(f"key {args.key_id} {'revoked' if ok else 'not found or already revoked'}")
         return 0 if ok else 1
 
@@ -130,24 +168,37 @@ def cmd_keys_revoke(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_keys_ls(args: argparse.Namespace, settings: Settings) -> int:
-    from service.db.keys import list_keys
+    from service.db.keys import key_view, list_keys
 
     async def go(conn: Any) -> int:
-        rows = [
-            {
-                "key_id": r["key_id"],
-                "tenant": r["tenant_id"],
-                "user": r["user_id"],
-                "groups": r["groups"],
-                "scopes": r["scopes"],
-                "revoked": r["revoked_at"] is not None,
-            }
-            for r in await list_keys(conn, args.tenant)
-        ]
-        emit(rows, args.json, lambda d: [print("\t".join(str(v) for v in r.values())) for r in d])
+        rows = [key_view(r) for r in await list_keys(conn, args.tenant)]
+        emit(
+            rows,
+            args.json,
+            lambda d: [
+                print(
+                    "\t".join(
+                        str(r[k])
+                        for k in ("key_id", "tenant", "user", "groups", "scopes", "expires_at")
+                    )
+                    + ("" if r["active"] else "\tinactive")
+                )
+                for r in d
+            ],
+        )
         return 0
 
     return run_async(lambda: with_pool(settings, go))
+
+
+def cli_actor() -> str:
+    """Who ran a CLI command, as the audit log names them (`cli:<os user>`)."""
+    import getpass
+
+    try:
+        return f"cli:{getpass.getuser()}"
+    except (KeyError, OSError):
+        return "cli"
 
 
 def command_group(sub: Any, name: str, help_text: str) -> Any:
@@ -188,7 +239,14 @@ def build_parser() -> argparse.ArgumentParser:
     k_create.add_argument("--tenant", required=True)
     k_create.add_argument("--user", required=True)
     k_create.add_argument("--group", action="append", help="repeatable")
-    k_create.add_argument("--scope", action="append", choices=["query", "index", "admin"])
+    k_create.add_argument("--scope", action="append", choices=["query", "index", "admin", "act_as"])
+    k_create.add_argument("--expires-in", metavar="DURATION", help="e.g. 90d, 12h, 30m, 1s")
+    k_create.add_argument(
+        "--may-assert",
+        action="append",
+        metavar="PATTERN",
+        help="act_as keys: identities they may assert, e.g. 'group:*' or 'group:eng'",
+    )
     k_create.add_argument("--json", action="store_true")
     k_create.set_defaults(func=cmd_keys_create)
     k_ls = keys.add_parser("ls", help="list keys (never the keys themselves)")
@@ -199,6 +257,9 @@ def build_parser() -> argparse.ArgumentParser:
     k_rev.add_argument("key_id")
     k_rev.set_defaults(func=cmd_keys_revoke)
 
+    from service.auth.cli import register as register_identity
+
+    register_identity(sub)
     for ep in entry_points(group="ragline.commands"):
         ep.load()(sub)
     return parser
