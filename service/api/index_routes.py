@@ -19,6 +19,7 @@ from litestar.params import FromPath
 from service.api.auth import authenticate
 from service.api.body import read_json
 from service.config import Settings
+from service.db.audit import record_index_change
 from service.db.documents import registered
 from service.ingest.documents import SourceDoc
 from service.ingest.pipeline import Indexer, IngestOptions
@@ -50,6 +51,10 @@ class RegisteredList(msgspec.Struct, kw_only=True):
 
 def _json(data: Any) -> Response[bytes]:
     return Response(msgspec.json.encode(data), media_type="application/json")
+
+
+def _rid(request: AnyRequest) -> str:
+    return str(request.scope.get("state", {}).get("request_id", ""))
 
 
 def _indexer(rt: Runtime) -> Indexer:
@@ -89,6 +94,8 @@ def index_handlers(settings: Settings) -> list[HTTPRouteHandler]:
             summary = await _indexer(rt).add(
                 principal.tenant_id, body.documents, dry_run=body.dry_run, kind="api"
             )
+        ids = [d.doc_id for d in body.documents]
+        await record_index_change(rt.pool, principal, "documents.add", ids, summary, _rid(request))
         return _json(summary)
 
     @delete("/v1/index/documents/{doc_id:path}", status_code=200)
@@ -99,6 +106,10 @@ def index_handlers(settings: Settings) -> list[HTTPRouteHandler]:
         principal = await authenticate(request, rt, state.key_cache, "index")
         async with rt.ingest_lock:
             summary = await _indexer(rt).remove(principal.tenant_id, [doc_id.lstrip("/")])
+        ids = [doc_id.lstrip("/")]
+        await record_index_change(
+            rt.pool, principal, "documents.remove", ids, summary, _rid(request)
+        )
         return _json(summary)
 
     return [list_documents, add_documents, delete_document]

@@ -122,3 +122,31 @@ async def list_audit(
         )
         for r in rows
     ]
+
+
+async def record_index_change(
+    pool: asyncpg.Pool,
+    principal: Principal,
+    action: str,
+    doc_ids: list[str],
+    summary: Any,
+    request_id: str,
+) -> None:
+    """A change through the index API: the document ids and counts, never their text. (After
+    the change: the indexer commits in batches of its own.)"""
+    if getattr(summary, "dry_run", False):
+        return
+    ids = doc_ids[:1000]
+    details = {
+        f: getattr(summary, f, 0) for f in ("added", "updated", "removed", "failed", "unchanged")
+    }
+    async with pool.acquire() as conn:
+        await record(
+            conn,
+            tenant_id=principal.tenant_id,
+            actor=actor_of(principal),
+            action=action,
+            target=",".join(ids)[:2000],
+            details=details | {"doc_ids": ids},
+            request_id=request_id or None,
+        )
