@@ -273,7 +273,7 @@ def register(sub: Any) -> None:
     p_rev.set_defaults(func=cmd_platform_revoke)
 
     audit = command_group(sub, "audit", "the audit log (append-only)")
-    a_ls = audit.add_parser("ls", help="who did what to which tenant, oldest first")
+    a_ls = audit.add_parser("ls", help="who did what to which tenant, newest first")
     a_ls.add_argument("--tenant", help="one tenant (default: every tenant and platform events)")
     a_ls.add_argument("--since", help="ISO 8601 time or a duration back from now (7d)")
     a_ls.add_argument("--until")

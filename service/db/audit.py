@@ -92,14 +92,14 @@ async def list_audit(
     limit: int = 100,
     all_tenants: bool = False,
 ) -> list[AuditRow]:
-    """Rows of one tenant (or, for the platform operator, of every tenant), oldest first."""
+    """Rows of one tenant (or, for the platform operator, of every tenant), newest first."""
     rows = await conn.fetch(
         "SELECT id, at, tenant_id, actor_kind, actor, acting_for, action, target, details::text"
         " AS details, request_id FROM audit_log"
         " WHERE ($1::boolean OR tenant_id = $2)"
         " AND ($3::timestamptz IS NULL OR at >= $3) AND ($4::timestamptz IS NULL OR at < $4)"
         " AND ($5::text IS NULL OR action = $5)"
-        " ORDER BY at, id LIMIT $6",
+        " ORDER BY at DESC, id DESC LIMIT $6",
         all_tenants,
         tenant_id,
         since,
