@@ -80,7 +80,9 @@ class AuthWatch:
         assert self.redis is not None
         key = version_key(self.redis.prefix)
         try:
-            return as_bytes(await self.redis.call("get", lambda r: r.get(key)))
+            # a longer deadline than cache reads: a slow poll is harmless, a false failure
+            # would mark Redis down and pause this check until the probe brings it back
+            return as_bytes(await self.redis.call("get", lambda r: r.get(key), timeout_ms=250))
         except RedisUnavailable:
             return self._redis_version
 

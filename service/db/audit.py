@@ -64,7 +64,7 @@ async def record(
         who.acting_for,
         action,
         target,
-        msgspec.json.encode(_clean(details or {})).decode(),
+        _clean(details or {}),  # the pool's jsonb codec encodes it (service/db/pool.py)
         request_id,
     )
 

@@ -94,6 +94,7 @@ async def test_tenant_jwt_keys_and_the_audit_trail(
     actions = [r["action"] for r in rows]
     assert actions[:4] == ["key.revoke", "key.rotate", "key.create", "jwt.set"]
     assert all(r["actor_kind"] == "cli" and r["tenant_id"] == "clid" for r in rows)
+    assert rows[2]["details"]["user"] == "u" and rows[3]["details"]["hs256_secret_set"] is True
     for leaked in (secret, made["key"], rotated["key"], platform["key"]):
         assert leaked not in out
     code, out = await ragline(capsys, "audit", "ls", "--json", "--action", "platform_key.create")
