@@ -303,7 +303,7 @@ def admin_handlers() -> list[HTTPRouteHandler]:
         body = await read_json(request, jwt_settings.JwtSettingsInput, MAX_BODY)
         rt: Runtime = state.runtime
         async with rt.pool.acquire() as conn, conn.transaction():
-            await jwt_settings.set_jwt(conn, _tenant(admin), body, allow_file=admin.platform)
+            await jwt_settings.set_jwt(conn, _tenant(admin), body, operator=admin.platform)
             await audit.record(
                 conn,
                 tenant_id=admin.tenant,

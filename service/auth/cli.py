@@ -55,7 +55,7 @@ def cmd_tenants_set(args: argparse.Namespace, settings: Settings) -> int:
             group_names=_pairs(args.group_name, "--group-name") if args.group_name else None,
         )
         async with conn.transaction():
-            await set_jwt(conn, args.tenant, s, allow_file=True)
+            await set_jwt(conn, args.tenant, s, operator=True)
             await record(
                 conn,
                 tenant_id=args.tenant,

@@ -7,7 +7,7 @@ credentials change anywhere, three ways at once:
 2. **a version check** (Redis): each replica reads the `auth:version` counter every
    `redis_poll_s` (200 ms), so a missed or late message costs at most that long;
 3. **the database epoch**: a trigger bumps `auth_epoch` in the same transaction as any key
-   update, JWT setting or group-name change; each replica reads it every `db_poll_s` (1 s), so
+   update, JWT setting or group-name change; each replica reads it every `db_poll_s` (500 ms), so
    revocation works without Redis, with Redis down, or when the revoking process could not
    reach Redis.
 
@@ -41,7 +41,7 @@ class AuthWatch:
         redis: RedisLink | None,
         *,
         redis_poll_s: float = 0.2,
-        db_poll_s: float = 1.0,
+        db_poll_s: float = 0.5,
     ) -> None:
         self.cache = cache
         self.pool = pool

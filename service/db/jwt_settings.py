@@ -5,10 +5,12 @@ The HS256 secret is write-only: `public_view` never includes it, only whether on
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import asyncpg
 import msgspec
@@ -34,7 +36,23 @@ class JwtSettingsInput(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     """Entra ID group object id → group name; None keeps the current table."""
 
 
-def validate(s: JwtSettingsInput, *, allow_file: bool) -> None:
+def _internal_host(url: str) -> bool:
+    """A URL a tenant admin must not make the server fetch: no host, `localhost`, or an IP
+    literal that is loopback, private, link-local (cloud metadata) or reserved."""
+    host = (urlsplit(url).hostname or "").lower()
+    if not host or host == "localhost" or host.endswith((".localhost", ".internal", ".local")):
+        return True
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return not ip.is_global
+
+
+def validate(s: JwtSettingsInput, *, operator: bool) -> None:
+    """`operator`: the server's operator (the CLI, a platform key) may name a JWKS file or an
+    internal URL; a tenant's admin may not (no reading server files, no requests to internal
+    addresses on their behalf)."""
     if not s.issuer.strip() or len(s.issuer) > 1024:
         raise InvalidRequest("issuer: a non-empty URL", code="invalid_jwt_settings")
     if not s.audience.strip() or len(s.audience) > 1024:
@@ -47,8 +65,17 @@ def validate(s: JwtSettingsInput, *, allow_file: bool) -> None:
         raise InvalidRequest("give a JWKS URL or a file, not both", code="invalid_jwt_settings")
     if s.jwks_url and not s.jwks_url.startswith(("https://", "http://")):
         raise InvalidRequest("jwks_url: an http(s) URL", code="invalid_jwt_settings")
+    if (
+        s.jwks_url
+        and not operator
+        and (not s.jwks_url.startswith("https://") or _internal_host(s.jwks_url))
+    ):
+        raise InvalidRequest(
+            "jwks_url: an https URL of a public host (internal ones only from the CLI)",
+            code="invalid_jwt_settings",
+        )
     if s.jwks_file:
-        if not allow_file:  # a path on the server is the server operator's to choose
+        if not operator:  # a path on the server is the server operator's to choose
             raise InvalidRequest(
                 "jwks_file can only be set from the CLI on the server", code="invalid_jwt_settings"
             )
@@ -73,9 +100,9 @@ def validate(s: JwtSettingsInput, *, allow_file: bool) -> None:
 
 
 async def set_jwt(
-    conn: asyncpg.Connection, tenant_id: str, s: JwtSettingsInput, *, allow_file: bool
+    conn: asyncpg.Connection, tenant_id: str, s: JwtSettingsInput, *, operator: bool
 ) -> None:
-    validate(s, allow_file=allow_file)
+    validate(s, operator=operator)
     await require_tenant(conn, tenant_id)
     async with conn.transaction():
         await conn.execute(

@@ -162,6 +162,20 @@ async def test_jwt_settings_never_show_the_secret(
     as_file = {"issuer": "https://i", "audience": "x", "jwks_file": "/etc/passwd"}
     resp = await http.put("/v1/admin/jwt", json=as_file, headers=a)
     assert await code_of(resp, 422) == "invalid_jwt_settings"
+    # nor may it make the server fetch internal addresses (cloud metadata, loopback, plain http)
+    for url in (
+        "https://169.254.169.254/latest/meta-data",
+        "https://127.0.0.1:6379/",
+        "https://10.1.2.3/jwks",
+        "https://[::1]/jwks",
+        "https://localhost/jwks",
+        "http://idp.example.com/jwks",
+    ):
+        body = {"issuer": "https://i", "audience": "x", "jwks_url": url}
+        resp = await http.put("/v1/admin/jwt", json=body, headers=a)
+        assert await code_of(resp, 422) == "invalid_jwt_settings", url
+    ok = {"issuer": "https://i", "audience": "x", "jwks_url": "https://idp.example.com/jwks"}
+    assert (await http.put("/v1/admin/jwt", json=ok, headers=a)).status_code == 200
     trail = await http.get("/v1/admin/audit?action=jwt.set", headers=a)
     assert trail.json()["entries"] and secret not in trail.text
     assert (await http.delete("/v1/admin/jwt", headers=a)).json()["removed"] is True

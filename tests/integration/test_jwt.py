@@ -144,7 +144,7 @@ async def app(
             conn,
             TENANT,
             JwtSettingsInput(issuer=ISSUER, audience=AUDIENCE, jwks_url=jwks.url),
-            allow_file=False,
+            operator=True,
         )
     summary = await index_files(runtime, TENANT, docs)
     assert summary.failed == 0, summary.errors
@@ -328,7 +328,7 @@ async def test_jwks_file_and_group_names(
                 group_prefix="aad-",
                 group_names={"0f3c-11": "eng"},
             ),
-            allow_file=True,
+            operator=True,
         )
     docs = tmp_path / "docs"
     write(docs, "eng.md", ENG.replace("group:eng", "group:aad-eng"))
@@ -355,13 +355,13 @@ async def test_hs256_only_with_an_explicit_secret(runtime: Any, app: tuple[str, 
                 conn,
                 "hsco",
                 JwtSettingsInput(issuer=iss, audience="a", hs256_secret="short"),
-                allow_file=False,
+                operator=False,
             )
         await set_jwt(
             conn,
             "hsco",
             JwtSettingsInput(issuer=iss, audience="a", hs256_secret=secret),
-            allow_file=False,
+            operator=False,
         )
     app[1].state.key_cache.jwt.invalidate()
     async with httpx.AsyncClient(base_url=app[0], timeout=20) as http:

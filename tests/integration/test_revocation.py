@@ -101,7 +101,7 @@ async def test_a_missed_message_is_caught_by_the_version_check(
         assert watch.last_clear_reason == "redis_version"
     finally:
         watch.listen = True
-        watch.db_poll_s = 1.0
+        watch.db_poll_s = 0.5
 
 
 async def test_without_redis_the_database_epoch_revokes(server: str, runtime: Any) -> None:
