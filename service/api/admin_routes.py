@@ -33,6 +33,7 @@ from service.db.keys import create_key, key_view, list_keys, parse_duration, rev
 from service.db.tenants import check_tenant_id, create_tenant, list_tenants
 from service.errors import Forbidden, InvalidRequest, NotFound, Unauthorized
 from service.identity import Principal
+from service.request_state import RequestState
 from service.runtime import Runtime
 
 AnyRequest = Request[Any, Any, Any]
@@ -73,7 +74,7 @@ def _json(data: Any, status: int = 200) -> Response[bytes]:
 
 
 def _rid(request: AnyRequest) -> str:
-    return str(request.scope.get("state", {}).get("request_id", ""))
+    return RequestState.from_scope(request.scope).request_id
 
 
 async def _admin(request: AnyRequest, state: State, *, tenant_scoped: bool = True) -> Admin:
