@@ -457,7 +457,14 @@ def admin_handlers() -> list[HTTPRouteHandler]:
             )
         return _json({"tenant": admin.tenant, "by": by, "rows": rows})
 
+    @get("/v1/admin/openapi.json")
+    async def openapi_route() -> Response[bytes]:
+        from service.api.admin_openapi import admin_openapi
+
+        return _json(admin_openapi())
+
     return [
+        openapi_route,
         usage_route,
         create_tenant_route,
         tenants_route,

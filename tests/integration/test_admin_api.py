@@ -256,3 +256,23 @@ async def test_documents_added_and_removed_through_the_api_are_audited(
     assert [e["action"] for e in rows] == ["documents.remove", "documents.add"]
     assert rows[1]["details"]["added"] == 1 and rows[0]["details"]["removed"] == 1
     assert "osprey" not in trail.text  # never the document's text
+
+
+async def test_the_admin_api_is_described_by_its_openapi_document(http: httpx.AsyncClient) -> None:
+    from service.api.admin_routes import admin_handlers
+
+    doc = (await http.get("/v1/admin/openapi.json")).json()
+    assert doc["openapi"].startswith("3.1")
+    served = {
+        (method.lower(), path.replace("{key_id:str}", "{key_id}"))
+        for h in admin_handlers()
+        for path in h.paths
+        for method in h.http_methods
+        if path != "/v1/admin/openapi.json"
+    }
+    described = {(m, p) for p, ops in doc["paths"].items() for m in ops}
+    assert served == described
+    key_request = doc["components"]["schemas"]["KeyRequest"]
+    assert {"user", "groups", "scopes", "expires_in", "may_assert"} <= set(
+        key_request["properties"]
+    )
