@@ -16,9 +16,15 @@ import asyncpg
 import msgspec
 
 from service.db.tenants import require_tenant
-from service.errors import InvalidRequest
+from service.errors import ClientError, InvalidRequest
 
 _CLAIM_RE = re.compile(r"^[A-Za-z0-9_.:/-]{1,128}$")
+
+
+class IssuerInUse(ClientError):
+    status = 409
+    code = "jwt_issuer_in_use"
+    title = "Another tenant trusts this issuer for this audience"
 
 
 class JwtSettingsInput(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -104,6 +110,16 @@ async def set_jwt(
 ) -> None:
     validate(s, operator=operator)
     await require_tenant(conn, tenant_id)
+    try:
+        await _upsert(conn, tenant_id, s)
+    except asyncpg.UniqueViolationError:
+        raise IssuerInUse(
+            "another tenant trusts this issuer for this audience: give this tenant its own"
+            " audience (a client id of its own at the identity provider)"
+        ) from None
+
+
+async def _upsert(conn: asyncpg.Connection, tenant_id: str, s: JwtSettingsInput) -> None:
     async with conn.transaction():
         await conn.execute(
             "INSERT INTO tenant_jwt (tenant_id, issuer, audience, jwks_url, jwks_file,"

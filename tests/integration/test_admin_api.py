@@ -276,3 +276,21 @@ async def test_the_admin_api_is_described_by_its_openapi_document(http: httpx.As
     assert {"user", "groups", "scopes", "expires_in", "may_assert"} <= set(
         key_request["properties"]
     )
+
+
+async def test_a_tenant_cannot_claim_another_tenants_issuer_and_audience(
+    http: httpx.AsyncClient, world: dict[str, str]
+) -> None:
+    """Otherwise b could make a's tokens ambiguous (a denial of service on a's users)."""
+    a, b = auth(world["a_admin"]), auth(world["b_admin"])
+    pair = {"issuer": "https://idp.shared.test", "jwks_url": "https://idp.shared.test/jwks"}
+    assert (
+        await http.put("/v1/admin/jwt", json=pair | {"audience": "aud-a"}, headers=a)
+    ).is_success
+    resp = await http.put("/v1/admin/jwt", json=pair | {"audience": "aud-a"}, headers=b)
+    assert await code_of(resp, 409) == "jwt_issuer_in_use"
+    resp = await http.put("/v1/admin/jwt", json=pair | {"audience": "aud-b"}, headers=b)
+    assert resp.status_code == 200
+    assert (await http.get("/v1/admin/jwt", headers=a)).json()["jwt"]["audience"] == "aud-a"
+    for h in (a, b):
+        assert (await http.delete("/v1/admin/jwt", headers=h)).status_code == 200

@@ -17,7 +17,9 @@ CREATE TABLE tenant_jwt (
     updated_at   timestamptz NOT NULL DEFAULT now(),
     CHECK (jwks_url IS NOT NULL OR jwks_file IS NOT NULL OR hs256_secret IS NOT NULL)
 );
-CREATE INDEX tenant_jwt_issuer ON tenant_jwt (issuer);
+-- One tenant per (issuer, audience): otherwise a second tenant naming another's pair would make
+-- that tenant's tokens ambiguous (a denial of service) -- the second one gets a 409 instead.
+CREATE UNIQUE INDEX tenant_jwt_issuer_audience ON tenant_jwt (issuer, audience);
 
 -- Entra ID sends group object ids: this table names them, per tenant.
 CREATE TABLE tenant_group_names (
