@@ -125,6 +125,8 @@ class JwksSource:
                 self.attempted_at = now
                 await self._refresh(keep_old=self.loaded_at is not None)
                 found = self._find(kid, alg)
+            elif self.loaded_at is None:  # never read, and the last try was just now
+                raise JwksUnavailable("the issuer's JWKS could not be read; retry shortly")
         return found
 
     def _find(self, kid: str | None, alg: str) -> jwt.PyJWK | None:

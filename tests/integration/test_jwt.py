@@ -372,3 +372,26 @@ async def test_hs256_only_with_an_explicit_secret(runtime: Any, app: tuple[str, 
         assert await problem(http, wrong) == "bad_signature"
         # an RS256 token for this tenant: it has no JWKS, so RS256 is not accepted
         assert await problem(http, token(claims("h", [], iss=iss, aud="a"))) == "alg_not_allowed"
+
+
+async def test_an_unreachable_jwks_is_a_503_not_a_bad_token(
+    runtime: Any, app: tuple[str, Any]
+) -> None:
+    from service.db.jwt_settings import JwtSettingsInput, set_jwt
+    from service.db.tenants import create_tenant
+    from tests.serving import free_port
+
+    iss = "https://down.example.test"
+    url = f"http://127.0.0.1:{free_port()}/jwks.json"  # nothing listens there
+    async with runtime.pool.acquire() as conn:
+        await create_tenant(conn, "downco")
+        await set_jwt(
+            conn, "downco", JwtSettingsInput(issuer=iss, audience="a", jwks_url=url), operator=True
+        )
+    app[1].state.key_cache.jwt.invalidate()
+    async with httpx.AsyncClient(base_url=app[0], timeout=20) as http:
+        for _ in range(2):  # the first try, and one inside the refresh interval
+            tok = token(claims("d", [], iss=iss, aud="a"))
+            resp = await http.post("/v1/search", json={"query": "x"}, headers=auth(tok))
+            assert resp.status_code == 503 and resp.json()["code"] == "jwks_unavailable"
+            assert "retry-after" in resp.headers
