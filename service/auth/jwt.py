@@ -184,6 +184,8 @@ def parse_jwks(raw: bytes) -> tuple[dict[str, jwt.PyJWK], list[jwt.PyJWK]]:
             key = jwt.PyJWK(entry)
         except PyJWTError:
             continue
+        if hasattr(key.key, "public_key"):  # a JWKS that carries private parts: verify only
+            key.key = key.key.public_key()
         kid = entry.get("kid")
         if isinstance(kid, str) and kid:
             keys[kid] = key

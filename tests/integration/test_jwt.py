@@ -313,7 +313,8 @@ async def test_jwks_file_and_group_names(
     from service.db.tenants import create_tenant
 
     path = tmp_path / "jwks.json"
-    entry = RSAAlgorithm.to_jwk(KEY1.public_key(), as_dict=True) | {"kid": "f1"}
+    # a careless JWKS file with the private parts too: only the public key is used
+    entry = RSAAlgorithm.to_jwk(KEY1, as_dict=True) | {"kid": "f1"}
     path.write_text(json.dumps({"keys": [entry]}))
     iss = "https://login.microsoftonline.test/tid/v2.0"
     async with runtime.pool.acquire() as conn:
