@@ -130,9 +130,12 @@ class JwksSource:
         return found
 
     def _find(self, kid: str | None, alg: str) -> jwt.PyJWK | None:
-        if kid is not None:
-            return self.keys.get(kid)
-        usable = [k for k in [*self.anonymous, *self.keys.values()] if _fits(k, alg)]
+        """The key named by `kid`; else the one key that fits `alg` among those the JWKS gives
+        no id (or, for a token without `kid`, among all)."""
+        if kid is not None and kid in self.keys:
+            return self.keys[kid]
+        pool = self.anonymous if kid is not None else [*self.anonymous, *self.keys.values()]
+        usable = [k for k in pool if _fits(k, alg)]
         return usable[0] if len(usable) == 1 else None
 
     async def _refresh(self, *, keep_old: bool) -> None:

@@ -95,3 +95,34 @@ def test_act_as_beyond_the_allowance_or_without_the_scope() -> None:
     with pytest.raises(Forbidden):
         acting_principal(users, {"x-ragline-user": "ceo"})
     assert acting_principal(users, {"x-ragline-user": "emp-7"}).user_id == "emp-7"
+
+
+def test_jwks_key_choice() -> None:
+    """By `kid`; a token without one uses the single key that fits; a JWKS key without an id
+    serves tokens whatever their `kid`; never a key of the wrong type."""
+    import json
+
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+    from jwt.algorithms import ECAlgorithm, RSAAlgorithm
+
+    from service.auth.jwt import JwksSource, parse_jwks
+
+    rsa_pub = rsa.generate_private_key(public_exponent=65537, key_size=2048).public_key()
+    ec_pub = ec.generate_private_key(ec.SECP256R1()).public_key()
+    doc = {
+        "keys": [
+            RSAAlgorithm.to_jwk(rsa_pub, as_dict=True) | {"kid": "r1"},
+            ECAlgorithm.to_jwk(ec_pub, as_dict=True),  # no kid
+            {"kty": "oct", "k": "c2VjcmV0", "kid": "hs"},  # symmetric: never from a JWKS
+            RSAAlgorithm.to_jwk(rsa_pub, as_dict=True) | {"kid": "e1", "use": "enc"},
+        ]
+    }
+    src = JwksSource("unused", min_refresh_s=30, max_age_s=600, timeout_s=1)
+    src.keys, src.anonymous = parse_jwks(json.dumps(doc).encode())
+    assert set(src.keys) == {"r1"} and len(src.anonymous) == 1
+    assert src._find("r1", "RS256") is src.keys["r1"]
+    assert src._find(None, "RS256") is src.keys["r1"]
+    assert src._find(None, "ES256") is src.anonymous[0]
+    assert src._find("whatever", "ES256") is src.anonymous[0]
+    assert src._find("whatever", "RS256") is None
+    assert src._find("hs", "HS256") is None
