@@ -19,20 +19,21 @@ from service.identity import Principal
 SCOPES = frozenset({"query", "index", "admin", "act_as"})
 KEY_PREFIX = "rk_"
 PLATFORM_PREFIX = "rp_"
-_DURATION_RE = re.compile(r"^(\d{1,7})([smhdw])$")
+_DURATION_RE = re.compile(r"^(\d{1,9})([smhdw]?)$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 MAX_LIFETIME = timedelta(days=3650)
 
 
 def parse_duration(text: str) -> timedelta:
-    """`90d`, `12h`, `30m`, `45s`, `2w` → a positive timedelta (at most ten years)."""
+    """`90d`, `12h`, `30m`, `45s`, `2w` (a bare number is seconds) → a positive timedelta (at
+    most ten years)."""
     m = _DURATION_RE.match(text.strip())
     if not m or int(m.group(1)) == 0:
         raise InvalidRequest(
             f"duration {text!r}: a positive number and a unit s, m, h, d or w (e.g. 90d)",
             code="invalid_duration",
         )
-    d = timedelta(seconds=int(m.group(1)) * _UNIT_S[m.group(2)])
+    d = timedelta(seconds=int(m.group(1)) * _UNIT_S[m.group(2) or "s"])
     if d > MAX_LIFETIME:
         raise InvalidRequest("duration: at most 3650d", code="invalid_duration")
     return d
