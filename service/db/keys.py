@@ -243,6 +243,7 @@ def key_view(r: asyncpg.Record) -> dict[str, object]:
         "may_assert": list(r["may_assert"]),
         "created_at": r["created_at"].isoformat(),
         "expires_at": r["expires_at"].isoformat() if r["expires_at"] else None,
+        "revoked": r["revoked_at"] is not None,
         "revoked_at": r["revoked_at"].isoformat() if r["revoked_at"] else None,
         "rotated_from": r["rotated_from"],
         "active": r["active"],
