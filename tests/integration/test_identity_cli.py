@@ -154,3 +154,30 @@ async def test_usage_report_by_day_key_and_user(
     assert [r["day"] for r in csv.DictReader(io.StringIO(out))] == [now.strftime("%Y-%m-%d")]
     code, _ = await ragline(capsys, "usage", "report", "--tenant", "nope", "--since", "7d")
     assert code == 2
+
+
+async def test_cli_indexing_runs_are_audited_without_paths_or_text(
+    settings: Any, embedder: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "models").symlink_to((settings.state_dir / "models").resolve())
+    monkeypatch.setenv("RAGLINE_DATABASE_URL", settings.database.url)
+    monkeypatch.setenv("RAGLINE_STORAGE_STATE_DIR", str(state))
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "plan.md").write_text("# Plan\n\nThe albatross migration starts in March.\n")
+    assert (await ragline(capsys, "tenants", "create", "idxaud"))[0] == 0
+    code, _ = await ragline(
+        capsys, "index", "add", str(docs), "--tenant", "idxaud", "--allow", "group:eng", "--json"
+    )
+    assert code == 0
+    code, _ = await ragline(capsys, "index", "rm", "plan.md", "--tenant", "idxaud", "--json")
+    assert code == 0
+    code, out = await ragline(capsys, "audit", "ls", "--tenant", "idxaud", "--json")
+    rows = json.loads(out)
+    assert [r["action"] for r in rows] == ["documents.remove", "documents.add"]
+    assert rows[1]["details"]["allow"] == ["group:eng"] and rows[1]["details"]["added"] == 1
+    assert rows[0]["details"]["doc_ids"] == ["plan.md"]
+    assert "albatross" not in out and str(docs) not in out
