@@ -35,6 +35,7 @@ from service.errors import Forbidden, InvalidRequest, NotFound, Unauthorized
 from service.identity import Principal
 from service.request_state import RequestState
 from service.runtime import Runtime
+from service.telemetry.naming import route_name
 
 AnyRequest = Request[Any, Any, Any]
 MAX_BODY = 1_000_000
@@ -154,7 +155,7 @@ def _limit(request: AnyRequest, default: int = 100, most: int = 1000) -> int:
 
 
 def admin_handlers() -> list[HTTPRouteHandler]:
-    @post("/v1/admin/tenants", status_code=201)
+    @post("/v1/admin/tenants", status_code=201, opt=route_name("admin_tenant_create"))
     async def create_tenant_route(request: AnyRequest, state: State) -> Response[bytes]:
         admin = await _admin(request, state, tenant_scoped=False)
         if not admin.platform:
@@ -174,7 +175,7 @@ def admin_handlers() -> list[HTTPRouteHandler]:
                 )
         return _json({"tenant": body.tenant, "created": created}, 201 if created else 200)
 
-    @get("/v1/admin/tenants")
+    @get("/v1/admin/tenants", opt=route_name("admin_tenants"))
     async def tenants_route(request: AnyRequest, state: State) -> Response[bytes]:
         admin = await _admin(request, state, tenant_scoped=False)
         rt: Runtime = state.runtime
@@ -191,7 +192,7 @@ def admin_handlers() -> list[HTTPRouteHandler]:
         ]
         return _json({"tenants": out})
 
-    @get("/v1/admin/keys")
+    @get("/v1/admin/keys", opt=route_name("admin_keys"))
     async def keys_route(request: AnyRequest, state: State) -> Response[bytes]:
         admin = await _admin(request, state)
         rt: Runtime = state.runtime
@@ -207,7 +208,7 @@ def admin_handlers() -> list[HTTPRouteHandler]:
             )
         return _json({"tenant": admin.tenant, "keys": rows})
 
-    @post("/v1/admin/keys", status_code=201)
+    @post("/v1/admin/keys", status_code=201, opt=route_name("admin_key_create"))
     async def create_key_route(request: AnyRequest, state: State) -> Response[bytes]:
         admin = await _admin(request, state)
         body = await read_json(request, KeyRequest, MAX_BODY)
@@ -239,7 +240,7 @@ def admin_handlers() -> list[HTTPRouteHandler]:
             )
         return _json(new, 201)
 
-    @delete("/v1/admin/keys/{key_id:str}", status_code=200)
+    @delete("/v1/admin/keys/{key_id:str}", status_code=200, opt=route_name("admin_key_revoke"))
     async def revoke_key_route(
         request: AnyRequest, state: State, key_id: FromPath[str]
     ) -> Response[bytes]:
@@ -260,7 +261,7 @@ def admin_handlers() -> list[HTTPRouteHandler]:
         await _credentials_changed(state)
         return _json({"key_id": key_id, "revoked": True})
 
-    @post("/v1/admin/keys/{key_id:str}/rotate", status_code=201)
+    @post("/v1/admin/keys/{key_id:str}/rotate", status_code=201, opt=route_name("admin_key_rotate"))
     async def rotate_key_route(
         request: AnyRequest, state: State, key_id: FromPath[str]
     ) -> Response[bytes]:
@@ -290,7 +291,7 @@ def admin_handlers() -> list[HTTPRouteHandler]:
         await _credentials_changed(state)
         return _json(new, 201)
 
-    @get("/v1/admin/jwt")
+    @get("/v1/admin/jwt", opt=route_name("admin_jwt"))
     async def get_jwt_route(request: AnyRequest, state: State) -> Response[bytes]:
         admin = await _admin(request, state)
         rt: Runtime = state.runtime
@@ -298,7 +299,7 @@ def admin_handlers() -> list[HTTPRouteHandler]:
             view = await jwt_settings.public_view(conn, _tenant(admin))
         return _json({"tenant": admin.tenant, "jwt": view})
 
-    @put("/v1/admin/jwt", status_code=200)
+    @put("/v1/admin/jwt", status_code=200, opt=route_name("admin_jwt_set"))
     async def put_jwt_route(request: AnyRequest, state: State) -> Response[bytes]:
         admin = await _admin(request, state)
         body = await read_json(request, jwt_settings.JwtSettingsInput, MAX_BODY)
@@ -317,7 +318,7 @@ def admin_handlers() -> list[HTTPRouteHandler]:
         await _credentials_changed(state)
         return _json({"tenant": admin.tenant, "jwt": view})
 
-    @delete("/v1/admin/jwt", status_code=200)
+    @delete("/v1/admin/jwt", status_code=200, opt=route_name("admin_jwt_clear"))
     async def delete_jwt_route(request: AnyRequest, state: State) -> Response[bytes]:
         admin = await _admin(request, state)
         rt: Runtime = state.runtime
@@ -333,7 +334,7 @@ def admin_handlers() -> list[HTTPRouteHandler]:
         await _credentials_changed(state)
         return _json({"tenant": admin.tenant, "removed": removed})
 
-    @get("/v1/admin/documents")
+    @get("/v1/admin/documents", opt=route_name("admin_documents"))
     async def documents_route(request: AnyRequest, state: State) -> Response[bytes]:
         admin = await _admin(request, state)
         status = request.query_params.get("status")
@@ -373,7 +374,7 @@ def admin_handlers() -> list[HTTPRouteHandler]:
         ]
         return _json({"tenant": admin.tenant, "documents": docs})
 
-    @get("/v1/admin/status")
+    @get("/v1/admin/status", opt=route_name("admin_status"))
     async def status_route(request: AnyRequest, state: State) -> Response[bytes]:
         admin = await _admin(request, state)
         rt: Runtime = state.runtime
@@ -411,7 +412,7 @@ def admin_handlers() -> list[HTTPRouteHandler]:
             }
         )
 
-    @get("/v1/admin/audit")
+    @get("/v1/admin/audit", opt=route_name("admin_audit"))
     async def audit_route(request: AnyRequest, state: State) -> Response[bytes]:
         admin = await _admin(request, state, tenant_scoped=False)
         rt: Runtime = state.runtime
@@ -435,7 +436,7 @@ def admin_handlers() -> list[HTTPRouteHandler]:
             )
         return _json({"tenant": admin.tenant, "entries": rows})
 
-    @get("/v1/admin/usage")
+    @get("/v1/admin/usage", opt=route_name("admin_usage"))
     async def usage_route(request: AnyRequest, state: State) -> Response[bytes]:
         from service.db.usage_report import usage_report
 
@@ -457,7 +458,7 @@ def admin_handlers() -> list[HTTPRouteHandler]:
             )
         return _json({"tenant": admin.tenant, "by": by, "rows": rows})
 
-    @get("/v1/admin/openapi.json")
+    @get("/v1/admin/openapi.json", opt=route_name("admin_openapi", quiet=True))
     async def openapi_route() -> Response[bytes]:
         from service.api.admin_openapi import admin_openapi
 
