@@ -7,49 +7,36 @@ Exit codes: 0 ok, 1 failure, 2 bad usage, 3 a quality or latency gate not met.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 from typing import Any
 
-import msgspec
+import uvicorn
 
+from service.app import create_app
+from service.auth.notify import notify_auth_change
+from service.cli_identity import identity_commands
+from service.cli_support import command_group, emit, run_async, with_pool
 from service.config import ConfigError, Settings, load_settings
+from service.db.audit import cli_actor, record
+from service.db.keys import (
+    create_key,
+    key_view,
+    list_keys,
+    parse_duration,
+    revoke_key,
+)
+from service.db.tenants import create_tenant, list_tenants
 from service.errors import RaglineError
+from service.runtime import limit_native_threads
+from service.telemetry import logs
 
 Command = Callable[[argparse.Namespace, Settings], int]
-
-
-def emit(data: Any, as_json: bool, render: Callable[[Any], object] | None = None) -> None:
-    if as_json or render is None:
-        sys.stdout.write(msgspec.json.encode(data).decode() + "\n")
-    else:
-        render(data)
-
-
-def run_async(fn: Callable[[], Awaitable[int]]) -> int:
-    return asyncio.run(fn())  # type: ignore[arg-type]
-
-
-async def with_pool(settings: Settings, fn: Callable[[Any], Awaitable[int]]) -> int:
-    from service.db.pool import open_pool
-
-    pool = await open_pool(settings)
-    try:
-        async with pool.acquire() as conn:
-            return await fn(conn)
-    finally:
-        await pool.close()
+__all__ = ["cmd_serve", "command_group", "emit", "main", "run_async", "with_pool"]
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
-    import uvicorn
-
-    from service.app import create_app
-    from service.runtime import limit_native_threads
-    from service.telemetry import logs
-
     limit_native_threads(settings.embedder.threads)
     logs.install(settings.telemetry.log_format, settings.telemetry.log_level)
     host = args.host or settings.server.host
@@ -67,8 +54,6 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_tenants_create(args: argparse.Namespace, settings: Settings) -> int:
-    from service.db.tenants import create_tenant
-
     async def go(conn: Any) -> int:
         created = await create_tenant(conn, args.tenant)
         emit(
@@ -82,8 +67,6 @@ def cmd_tenants_create(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_tenants_ls(args: argparse.Namespace, settings: Settings) -> int:
-    from service.db.tenants import list_tenants
-
     async def go(conn: Any) -> int:
         rows = [
             {"tenant": r["tenant_id"], "index_version": r["index_version"]}
@@ -96,8 +79,6 @@ def cmd_tenants_ls(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_keys_create(args: argparse.Namespace, settings: Settings) -> int:
-    from service.db.audit import record
-    from service.db.keys import create_key, parse_duration
 
     async def go(conn: Any) -> int:
         async with conn.transaction():
@@ -141,9 +122,6 @@ def cmd_keys_create(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_keys_revoke(args: argparse.Namespace, settings: Settings) -> int:
-    from service.auth.notify import notify_auth_change
-    from service.db.audit import record
-    from service.db.keys import revoke_key
 
     async def go(conn: Any) -> int:
         async with conn.transaction():
@@ -168,7 +146,6 @@ def cmd_keys_revoke(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_keys_ls(args: argparse.Namespace, settings: Settings) -> int:
-    from service.db.keys import key_view, list_keys
 
     async def go(conn: Any) -> int:
         rows = [key_view(r) for r in await list_keys(conn, args.tenant)]
@@ -189,28 +166,6 @@ def cmd_keys_ls(args: argparse.Namespace, settings: Settings) -> int:
         return 0
 
     return run_async(lambda: with_pool(settings, go))
-
-
-def cli_actor() -> str:
-    """Who ran a CLI command, as the audit log names them (`cli:<os user>`)."""
-    import getpass
-
-    try:
-        return f"cli:{getpass.getuser()}"
-    except (KeyError, OSError):
-        return "cli"
-
-
-def command_group(sub: Any, name: str, help_text: str) -> Any:
-    """The sub-command group `name` (e.g. `bench`), created by the first package that asks and
-    reused by the others, so several packages can add commands to one group."""
-    existing = sub.choices.get(name)
-    if existing is not None:
-        for action in existing._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                return action
-        return existing.add_subparsers(dest="sub", required=True)
-    return sub.add_parser(name, help=help_text).add_subparsers(dest="sub", required=True)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -257,9 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
     k_rev.add_argument("key_id")
     k_rev.set_defaults(func=cmd_keys_revoke)
 
-    from service.auth.cli import register as register_identity
-
-    register_identity(sub)
+    identity_commands(sub)
     for ep in entry_points(group="ragline.commands"):
         ep.load()(sub)
     return parser
@@ -275,8 +228,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     func: Command = args.func
     if func is not cmd_serve:  # serve installs its own (JSON, at the configured level)
-        from service.telemetry import logs
-
         # warnings from any library reach the terminal through the same redaction as the service
         logs.install("text", "WARNING")
     try:

@@ -17,6 +17,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+import jwt
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from jwt.algorithms import ECAlgorithm, RSAAlgorithm
+
+from service.api.auth import KeyCache
+from service.auth.jwt import JwtConfig, JwtVerifier
+from service.db.keys import KeyGrant, hash_key
+from service.identity import Principal
+
 
 def _pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
@@ -24,14 +33,6 @@ def _pct(values: list[float], q: float) -> float:
 
 
 async def run(n: int) -> dict[str, Any]:
-    import jwt
-    from cryptography.hazmat.primitives.asymmetric import ec, rsa
-    from jwt.algorithms import ECAlgorithm, RSAAlgorithm
-
-    from service.api.auth import KeyCache
-    from service.auth.jwt import JwtConfig, JwtVerifier
-    from service.db.keys import KeyGrant, hash_key
-    from service.identity import Principal
 
     rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     ec_key = ec.generate_private_key(ec.SECP256R1())

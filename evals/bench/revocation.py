@@ -31,6 +31,16 @@ from typing import Any
 
 import asyncpg
 
+from service.api.auth import KeyCache, key_grant
+from service.auth.notify import notify_link
+from service.auth.revocation import AuthWatch
+from service.cache.redis_link import RedisLink
+from service.cache.stats import Stats
+from service.config import RedisSettings
+from service.db.keys import create_key, revoke_key
+from service.db.migrate import migrate
+from service.db.tenants import create_tenant
+
 ADMIN_URL = os.environ.get(
     "RAGLINE_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
@@ -39,8 +49,6 @@ REDIS_URL = os.environ.get("RAGLINE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15"
 
 class _Replica:
     def __init__(self, pool: asyncpg.Pool, link: Any, stats: Any) -> None:
-        from service.api.auth import KeyCache
-        from service.auth.revocation import AuthWatch
 
         self.pool = pool
         self.link = link
@@ -48,7 +56,6 @@ class _Replica:
         self.watch = AuthWatch(self.cache, pool, link)
 
     async def accepts(self, key: str) -> bool:
-        from service.api.auth import key_grant
 
         return await key_grant(self, self.cache, key) is not None  # type: ignore[arg-type]
 
@@ -59,13 +66,6 @@ def _pct(values: list[float], q: float) -> float:
 
 
 async def run(rounds: int, modes: list[str]) -> dict[str, Any]:
-    from service.auth.notify import notify_link
-    from service.cache.redis_link import RedisLink
-    from service.cache.stats import Stats
-    from service.config import RedisSettings
-    from service.db.keys import create_key, revoke_key
-    from service.db.migrate import migrate
-    from service.db.tenants import create_tenant
 
     name = f"ragline_bench_{secrets.token_hex(4)}"
     admin = await asyncpg.connect(ADMIN_URL)

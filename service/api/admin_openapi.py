@@ -7,6 +7,7 @@ from typing import Any
 
 import msgspec
 
+from service.api.admin_schemas import KeyRequest, NewTenant, RotateRequest
 from service.db.audit import AuditRow
 from service.db.jwt_settings import JwtSettingsInput
 from service.db.keys import NewKey
@@ -72,7 +73,6 @@ def _op(
 
 
 def admin_openapi() -> dict[str, Any]:
-    from service.api.admin_routes import KeyRequest, NewTenant, RotateRequest
 
     _, components = msgspec.json.schema_components(
         [NewTenant, KeyRequest, RotateRequest, JwtSettingsInput, NewKey, AuditRow, Problem],

@@ -14,7 +14,7 @@ every other replica (service/auth/notify.py).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import msgspec
@@ -24,13 +24,24 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 
 from service import telemetry
+from service.api.admin_openapi import admin_openapi
+from service.api.admin_schemas import KeyRequest, NewTenant, RotateRequest
 from service.api.auth import KeyCache, bearer_key, key_grant
 from service.api.body import read_json
 from service.auth.jwt import looks_like_jwt
 from service.auth.notify import notify_link
 from service.db import audit, jwt_settings
-from service.db.keys import create_key, key_view, list_keys, parse_duration, revoke_key, rotate_key
+from service.db.keys import (
+    create_key,
+    key_view,
+    list_keys,
+    parse_duration,
+    parse_since,
+    revoke_key,
+    rotate_key,
+)
 from service.db.tenants import check_tenant_id, create_tenant, list_tenants
+from service.db.usage_report import usage_report
 from service.errors import Forbidden, InvalidRequest, NotFound, Unauthorized
 from service.identity import Principal
 from service.request_state import RequestState
@@ -39,25 +50,6 @@ from service.telemetry.naming import route_name
 
 AnyRequest = Request[Any, Any, Any]
 MAX_BODY = 1_000_000
-
-
-class NewTenant(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    tenant: str
-
-
-class KeyRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    user: str
-    groups: list[str] = msgspec.field(default_factory=list)
-    scopes: list[str] = msgspec.field(default_factory=lambda: ["query"])
-    expires_in: str | None = None
-    """e.g. `90d`, `12h`; none: the key does not expire."""
-    may_assert: list[str] = msgspec.field(default_factory=list)
-
-
-class RotateRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    overlap: str = "1h"
-    """How long the old key keeps working."""
-    expires_in: str | None = None
 
 
 class Admin(msgspec.Struct, frozen=True, kw_only=True):
@@ -131,20 +123,6 @@ def _time_param(request: AnyRequest, name: str) -> datetime | None:
     if raw is None:
         return None
     return parse_since(raw)
-
-
-def parse_since(raw: str) -> datetime:
-    """An ISO 8601 time (UTC if no zone) or a duration back from now (`7d`, `12h`)."""
-    try:
-        when = datetime.fromisoformat(raw)
-    except ValueError:
-        try:
-            return datetime.now(UTC) - parse_duration(raw)
-        except InvalidRequest:
-            raise InvalidRequest(
-                f"time {raw!r}: ISO 8601 or a duration like 7d", code="invalid_time"
-            ) from None
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def _limit(request: AnyRequest, default: int = 100, most: int = 1000) -> int:
@@ -438,7 +416,6 @@ def admin_handlers() -> list[HTTPRouteHandler]:
 
     @get("/v1/admin/usage", opt=route_name("admin_usage"))
     async def usage_route(request: AnyRequest, state: State) -> Response[bytes]:
-        from service.db.usage_report import usage_report
 
         admin = await _admin(request, state)
         since = _time_param(request, "since") or parse_since("30d")
@@ -460,7 +437,6 @@ def admin_handlers() -> list[HTTPRouteHandler]:
 
     @get("/v1/admin/openapi.json", opt=route_name("admin_openapi", quiet=True))
     async def openapi_route() -> Response[bytes]:
-        from service.api.admin_openapi import admin_openapi
 
         return _json(admin_openapi())
 

@@ -7,6 +7,7 @@ names, counts and settings with secrets reduced to "set or not".
 
 from __future__ import annotations
 
+import getpass
 from datetime import datetime
 from typing import Any
 
@@ -33,6 +34,14 @@ def actor_of(principal: Principal) -> Actor:
     if principal.via == "platform":
         return Actor(kind="platform", id=principal.key_id)
     return Actor(kind="key", id=principal.key_id)
+
+
+def cli_actor() -> str:
+    """Who ran a CLI command, as the audit log names them (`cli:<os user>`)."""
+    try:
+        return f"cli:{getpass.getuser()}"
+    except (KeyError, OSError):
+        return "cli"
 
 
 def _clean(details: dict[str, Any]) -> dict[str, Any]:

@@ -39,6 +39,20 @@ def parse_duration(text: str) -> timedelta:
     return d
 
 
+def parse_since(raw: str) -> datetime:
+    """An ISO 8601 time (UTC if no zone) or a duration back from now (`7d`, `12h`)."""
+    try:
+        when = datetime.fromisoformat(raw)
+    except ValueError:
+        try:
+            return datetime.now(UTC) - parse_duration(raw)
+        except InvalidRequest:
+            raise InvalidRequest(
+                f"time {raw!r}: ISO 8601 or a duration like 7d", code="invalid_time"
+            ) from None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
 def check_may_assert(patterns: Sequence[str]) -> list[str]:
     """`group:*`, `group:eng`, `group:team-*`, `user:*`: identities an act_as key may assert."""
     out = []

@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
+from service.db.keys import create_key
 from tests.helpers import auth, index_files, make_key, write
 
 pytestmark = [pytest.mark.integration]
@@ -17,7 +18,6 @@ TENANT = "frontco"
 
 @pytest.fixture(scope="module")
 async def keys(runtime: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    from service.db.keys import create_key
 
     docs = tmp_path_factory.mktemp("frontdocs")
     write(docs, "eng.md", "---\ntitle: Eng\nacl: [group:eng]\n---\nThe heron build runs nightly.\n")

@@ -11,6 +11,8 @@ import asyncpg
 import httpx
 import pytest
 
+from service.api.admin_routes import admin_handlers
+from service.db.keys import create_platform_key
 from tests.helpers import auth, make_key
 
 pytestmark = [pytest.mark.integration]
@@ -18,7 +20,6 @@ pytestmark = [pytest.mark.integration]
 
 @pytest.fixture(scope="module")
 async def world(runtime: Any) -> dict[str, str]:
-    from service.db.keys import create_platform_key
 
     async with runtime.pool.acquire() as conn:
         _, platform = await create_platform_key(conn, "tests")
@@ -259,7 +260,6 @@ async def test_documents_added_and_removed_through_the_api_are_audited(
 
 
 async def test_the_admin_api_is_described_by_its_openapi_document(http: httpx.AsyncClient) -> None:
-    from service.api.admin_routes import admin_handlers
 
     doc = (await http.get("/v1/admin/openapi.json")).json()
     assert doc["openapi"].startswith("3.1")

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from service.cli import main
+from service.db.tenants import create_tenant
 
 pytestmark = pytest.mark.integration
 
@@ -104,7 +105,6 @@ async def test_tenant_jwt_keys_and_the_audit_trail(
 async def test_usage_report_by_day_key_and_user(
     cli_env: Path, capsys: pytest.CaptureFixture[str], runtime: Any
 ) -> None:
-    from service.db.tenants import create_tenant
 
     now = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0)
     yesterday = now - timedelta(days=1)

@@ -4,6 +4,8 @@ signed here, and the served app verifying them over a real socket."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import json
 import secrets
 import threading
@@ -16,11 +18,16 @@ from typing import Any
 import httpx
 import jwt
 import pytest
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
+from service.app import create_app
+from service.db.jwt_settings import JwtSettingsInput, set_jwt
+from service.db.tenants import create_tenant
+from service.errors import InvalidRequest
 from tests.helpers import auth, index_files, write
-from tests.serving import serve_app
+from tests.serving import free_port, serve_app
 
 pytestmark = [pytest.mark.integration]
 
@@ -130,9 +137,6 @@ def jwks() -> Iterator[Jwks]:
 async def app(
     settings: Any, runtime: Any, jwks: Jwks, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[tuple[str, Any]]:
-    from service.app import create_app
-    from service.db.jwt_settings import JwtSettingsInput, set_jwt
-    from service.db.tenants import create_tenant
 
     docs = tmp_path_factory.mktemp("jwtdocs")
     write(docs, "eng.md", ENG)
@@ -218,7 +222,6 @@ async def test_a_tenant_header_cannot_redirect_a_token(http: httpx.AsyncClient) 
 async def test_hs_rs_confusion_is_refused(http: httpx.AsyncClient) -> None:
     """An HS256 token whose HMAC secret is the issuer's public key (the classic confusion):
     the tenant has no HS256 secret, so the algorithm itself is refused."""
-    from cryptography.hazmat.primitives import serialization
 
     pem = KEY1.public_key().public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
@@ -228,8 +231,6 @@ async def test_hs_rs_confusion_is_refused(http: httpx.AsyncClient) -> None:
         jwt.utils.base64url_encode(json.dumps(p).encode()).decode()
         for p in (header, claims("ana", ["eng"]))
     )
-    import hashlib
-    import hmac
 
     sig = hmac.new(pem, signing_input.encode(), hashlib.sha256).digest()
     forged = signing_input + "." + jwt.utils.base64url_encode(sig).decode()
@@ -309,8 +310,6 @@ async def test_jwks_file_and_group_names(
 ) -> None:
     """A tenant configured with a JWKS file, Entra-style group ids named by its table, and a
     group prefix."""
-    from service.db.jwt_settings import JwtSettingsInput, set_jwt
-    from service.db.tenants import create_tenant
 
     path = tmp_path / "jwks.json"
     # a careless JWKS file with the private parts too: only the public key is used
@@ -343,9 +342,6 @@ async def test_jwks_file_and_group_names(
 
 
 async def test_hs256_only_with_an_explicit_secret(runtime: Any, app: tuple[str, Any]) -> None:
-    from service.db.jwt_settings import JwtSettingsInput, set_jwt
-    from service.db.tenants import create_tenant
-    from service.errors import InvalidRequest
 
     secret = secrets.token_urlsafe(40)
     iss = "https://hs.example.test"
@@ -378,9 +374,6 @@ async def test_hs256_only_with_an_explicit_secret(runtime: Any, app: tuple[str, 
 async def test_an_unreachable_jwks_is_a_503_not_a_bad_token(
     runtime: Any, app: tuple[str, Any]
 ) -> None:
-    from service.db.jwt_settings import JwtSettingsInput, set_jwt
-    from service.db.tenants import create_tenant
-    from tests.serving import free_port
 
     iss = "https://down.example.test"
     url = f"http://127.0.0.1:{free_port()}/jwks.json"  # nothing listens there

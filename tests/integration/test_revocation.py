@@ -12,7 +12,9 @@ from typing import Any
 import httpx
 import pytest
 
-from service.db.keys import create_key, revoke_key
+from service.app import create_app
+from service.auth.notify import notify_auth_change
+from service.db.keys import create_key, revoke_key, rotate_key
 from service.db.tenants import create_tenant
 from tests.cache_helpers import close_replica, redis_settings, replica, with_sections
 from tests.helpers import auth
@@ -49,7 +51,6 @@ async def new_key(runtime: Any, **kw: Any) -> tuple[str, str]:
 
 @pytest.fixture(scope="module")
 async def replicas(settings: Any, runtime: Any) -> AsyncIterator[list[tuple[str, Any]]]:
-    from service.app import create_app
 
     s = with_sections(settings, redis=redis_settings())
     rt = await replica(runtime, s)
@@ -90,7 +91,6 @@ async def test_revocation_reaches_the_other_replica_over_redis(
 async def test_a_missed_message_is_caught_by_the_version_check(
     replicas: list[tuple[str, Any]], runtime: Any, settings: Any
 ) -> None:
-    from service.auth.notify import notify_auth_change
 
     b, app_b = replicas[1]
     watch = app_b.state.auth_watch
@@ -121,7 +121,6 @@ async def test_without_redis_the_database_epoch_revokes(server: str, runtime: An
 
 
 async def test_rotation_keeps_the_old_key_for_the_overlap(server: str, runtime: Any) -> None:
-    from service.db.keys import rotate_key
 
     key_id, old = await new_key(runtime, groups=["eng"])
     async with runtime.pool.acquire() as conn:

@@ -3,16 +3,22 @@ act_as bounds, without a server."""
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import timedelta
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
 from service.api.auth import KeyCache
 from service.auth.act_as import acting_principal
+from service.auth.jwt import JwksSource, parse_jwks
 from service.db.keys import KeyGrant, check_may_assert, may_assert, parse_duration
 from service.errors import Forbidden, InvalidRequest
 from service.identity import Principal
+
+pytestmark = pytest.mark.unit
 
 P = Principal(tenant_id="t", user_id="u", groups=("eng",), key_id="k1")
 
@@ -100,12 +106,6 @@ def test_act_as_beyond_the_allowance_or_without_the_scope() -> None:
 def test_jwks_key_choice() -> None:
     """By `kid`; a token without one uses the single key that fits; a JWKS key without an id
     serves tokens whatever their `kid`; never a key of the wrong type."""
-    import json
-
-    from cryptography.hazmat.primitives.asymmetric import ec, rsa
-    from jwt.algorithms import ECAlgorithm, RSAAlgorithm
-
-    from service.auth.jwt import JwksSource, parse_jwks
 
     rsa_pub = rsa.generate_private_key(public_exponent=65537, key_size=2048).public_key()
     ec_pub = ec.generate_private_key(ec.SECP256R1()).public_key()

@@ -1,4 +1,5 @@
-"""Identity commands of `ragline`: a tenant's JWT issuer (`tenants set|show`)."""
+"""Identity commands of `ragline`: a tenant's trusted OIDC issuer (`tenants set|show`), `keys
+rotate`, `platform-keys`, `audit ls` and `usage report` (docs/identity.md)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from service.cli import cli_actor, emit, run_async, with_pool
+from service.auth.notify import notify_auth_change
+from service.cli_support import command_group, emit, run_async, with_pool
 from service.config import Settings
+from service.db.audit import cli_actor, list_audit, record
+from service.db.jwt_settings import JwtSettingsInput, audit_view, clear_jwt, public_view, set_jwt
+from service.db.keys import (
+    create_platform_key,
+    parse_duration,
+    parse_since,
+    revoke_platform_key,
+    rotate_key,
+)
+from service.db.tenants import require_tenant
+from service.db.usage_report import to_csv, usage_report
 
 
 def _pairs(values: list[str] | None, flag: str) -> dict[str, str]:
@@ -22,15 +35,12 @@ def _pairs(values: list[str] | None, flag: str) -> dict[str, str]:
 
 
 def cmd_tenants_set(args: argparse.Namespace, settings: Settings) -> int:
-    from service.db.jwt_settings import JwtSettingsInput, audit_view, clear_jwt, set_jwt
 
     secret = None
     if args.jwt_hs256_secret_file:
         secret = Path(args.jwt_hs256_secret_file).read_text(encoding="utf-8").strip()
 
     async def go(conn: Any) -> int:
-        from service.auth.notify import notify_auth_change
-        from service.db.audit import record
 
         if args.no_jwt:
             async with conn.transaction():
@@ -75,8 +85,6 @@ def cmd_tenants_set(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_tenants_show(args: argparse.Namespace, settings: Settings) -> int:
-    from service.db.jwt_settings import public_view
-    from service.db.tenants import require_tenant
 
     async def go(conn: Any) -> int:
         await require_tenant(conn, args.tenant)
@@ -88,9 +96,6 @@ def cmd_tenants_show(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_keys_rotate(args: argparse.Namespace, settings: Settings) -> int:
-    from service.auth.notify import notify_auth_change
-    from service.db.audit import record
-    from service.db.keys import parse_duration, rotate_key
 
     async def go(conn: Any) -> int:
         overlap = parse_duration(args.overlap)
@@ -126,8 +131,6 @@ def cmd_keys_rotate(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_platform_create(args: argparse.Namespace, settings: Settings) -> int:
-    from service.db.audit import record
-    from service.db.keys import create_platform_key
 
     async def go(conn: Any) -> int:
         async with conn.transaction():
@@ -149,9 +152,6 @@ def cmd_platform_create(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_platform_revoke(args: argparse.Namespace, settings: Settings) -> int:
-    from service.auth.notify import notify_auth_change
-    from service.db.audit import record
-    from service.db.keys import revoke_platform_key
 
     async def go(conn: Any) -> int:
         async with conn.transaction():
@@ -173,8 +173,6 @@ def cmd_platform_revoke(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_audit_ls(args: argparse.Namespace, settings: Settings) -> int:
-    from service.api.admin_routes import parse_since
-    from service.db.audit import list_audit
 
     async def go(conn: Any) -> int:
         rows = await list_audit(
@@ -199,9 +197,6 @@ def cmd_audit_ls(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_usage_report(args: argparse.Namespace, settings: Settings) -> int:
-    from service.api.admin_routes import parse_since
-    from service.db.tenants import require_tenant
-    from service.db.usage_report import to_csv, usage_report
 
     async def go(conn: Any) -> int:
         await require_tenant(conn, args.tenant)
@@ -221,8 +216,8 @@ def cmd_usage_report(args: argparse.Namespace, settings: Settings) -> int:
     return run_async(lambda: with_pool(settings, go))
 
 
-def register(sub: Any) -> None:
-    from service.cli import command_group
+def identity_commands(sub: Any) -> None:
+    """`tenants set|show`, `keys rotate`, `platform-keys`, `audit ls`, `usage report`."""
 
     tenants = command_group(sub, "tenants", "manage tenants")
     t_set = tenants.add_parser("set", help="a tenant's trusted OIDC issuer (JWT principals)")
