@@ -308,7 +308,8 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     port = args.port or settings.server.port
     url = f"http://{host}:{port}"
     print(
-        f"\nRagline demo\n  URL: {url}\n  key: {key}\n  ask:\n"
+        f"\nRagline demo\n  URL: {url}\n  key: {key}\n"
+        f"  chat: open {url}/ in a browser and paste the key\n  ask:\n"
         f"    curl -N {url}/v1/answer -H 'Authorization: Bearer {key}' "
         f"-H 'Content-Type: application/json' "
         '-d \'{"query": "How do I declare query parameters?"}\'\n',
