@@ -11,14 +11,28 @@ from typing import Any
 
 import msgspec
 
-from indexing.loaders import Selection, estimate_documents, list_sources, prune_scope, read_sources
+from indexing.loaders import Selection, estimate_documents, prune_scope, read_sources
 from indexing.progress import BarProgress, print_rows, show_summary
+from indexing.sources.cli import register_sources
+from indexing.sources.folders import (
+    IdMoves,
+    UsageError,
+    announce_sources,
+    id_moves,
+    plan_roots,
+    scan,
+)
 from service import telemetry
 from service.cli import command_group, emit
 from service.config import Settings
-from service.ingest.documents import LoadError
+from service.db import sources as db_sources
+from service.db.documents import registered
+from service.db.tenants import require_tenant
+from service.identity import is_identity
 from service.ingest.pipeline import Indexer, IngestOptions
-from service.ingest.summary import Summary
+from service.ingest.relink import rename_documents, scrub_server_paths
+from service.ingest.summary import Change, Failure, Summary
+from service.local_server import find_server
 from service.runtime import limit_native_threads, open_index
 from service.telemetry.cli import traced_command
 
@@ -30,9 +44,35 @@ def parse_meta(pairs: list[str] | None) -> dict[str, Any]:
     for pair in pairs or []:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise SystemExit(f"ragline: --meta expects KEY=VALUE, got {pair!r}")
+            raise UsageError(f"--meta expects KEY=VALUE, got {pair!r}")
         out[key] = value
     return out
+
+
+def check_usage(args: argparse.Namespace) -> None:
+    """Usage errors, found before anything is read, loaded or written (exit 2)."""
+    for ident in getattr(args, "allow", None) or []:
+        if not is_identity(ident):
+            hint = ident if ":" not in ident else ident.partition(":")[2]
+            raise UsageError(
+                f"--allow {ident!r} is not an identity: use public, user:<id> or group:<name>"
+                f" (e.g. --allow group:{hint} or --allow user:{hint})"
+            )
+    parse_meta(getattr(args, "meta", None))
+
+
+def usage_checked(cmd: Callable[[argparse.Namespace, Settings], int]) -> Any:
+    """Run `cmd` after `check_usage`; a `UsageError` anywhere before work exits 2."""
+
+    def run(args: argparse.Namespace, settings: Settings) -> int:
+        try:
+            check_usage(args)
+            return cmd(args, settings)
+        except UsageError as exc:
+            print(f"ragline: {exc}", file=sys.stderr)
+            return 2
+
+    return run
 
 
 def indexing_settings(settings: Settings, threads: int | None) -> Settings:
@@ -44,23 +84,30 @@ def indexing_settings(settings: Settings, threads: int | None) -> Settings:
     return settings
 
 
-async def open_indexer(settings: Settings, *, dry_run: bool = False) -> tuple[Indexer, Any]:
-    """An indexer on the embedded index; a dry run never opens the index."""
+async def open_indexer(
+    settings: Settings, *, dry_run: bool = False, pool: Any = None
+) -> tuple[Indexer, Any]:
+    """An indexer on the embedded index; a dry run never opens the index. A given pool stays
+    open (its owner closes it)."""
     from service.db.pool import open_pool
     from service.embed.loader import load_embedder
 
     limit_native_threads(settings.embedder.threads)
     with telemetry.span("load_embedder"):
         embedder = await asyncio.to_thread(load_embedder, settings)
-    with telemetry.span("open_database"):
-        pool = await open_pool(settings)
+    own_pool = pool is None
+    if own_pool:
+        with telemetry.span("open_database"):
+            pool = await open_pool(settings)
     index = None
     if not dry_run:
         try:
             with telemetry.span("open_index"):
                 index = await asyncio.to_thread(open_index, settings, embedder.dim)
+            await scrub_server_paths(pool, index)
         except BaseException:
-            await pool.close()
+            if own_pool:
+                await pool.close()
             raise
     options = IngestOptions(
         embed_batch=settings.indexing.embed_batch, queue_docs=settings.indexing.queue_docs
@@ -70,7 +117,8 @@ async def open_indexer(settings: Settings, *, dry_run: bool = False) -> tuple[In
     async def close() -> None:
         if index is not None:
             await index.close()
-        await pool.close()
+        if own_pool:
+            await pool.close()
 
     return indexer, close
 
@@ -82,51 +130,113 @@ def _selection(args: argparse.Namespace) -> Selection:
 async def index_add(
     settings: Settings, args: argparse.Namespace, *, show_progress: bool | None = None
 ) -> Summary:
+    """Check the tenant and record source roots first (fast), then load the model and index."""
+    from service.db.pool import open_pool
+
     selection = _selection(args)
     roots = [Path(p) for p in args.paths]
-    sources = []
-    missing: list[LoadError] = []
-    for root in roots:
-        if root.exists():
-            sources.extend(list_sources(root, selection))
-        else:
-            missing.append(LoadError(path=str(root), reason="no such file or directory"))
-
-    def docs() -> Any:
-        yield from missing
-        yield from read_sources(sources)
-
-    enabled = (not args.json) if show_progress is None else show_progress
-    indexer, close = await open_indexer(settings, dry_run=args.dry_run)
+    pool = await open_pool(settings)
     try:
-        total = estimate_documents(sources) + len(missing)
-        label = "planning" if args.dry_run else "indexing"
-        with (
-            BarProgress(total, label, enabled=None if enabled else False) as bar,
-            telemetry.span("sync", paths=len(args.paths)),
-        ):
-            return await indexer.add(
-                args.tenant,
-                docs(),
-                allow=args.allow or [],
-                public=args.public,
-                meta=parse_meta(args.meta),
-                dry_run=args.dry_run,
-                prune=prune_scope(roots, selection) if args.prune else None,
-                progress=bar,
-            )
+        async with pool.acquire() as conn:
+            await require_tenant(conn, args.tenant)
+            recorded = await db_sources.list_sources(conn, args.tenant)
+            known = await registered(conn, args.tenant)
+        plan = plan_roots(args.tenant, roots, recorded)
+        if not args.dry_run:
+            async with pool.acquire() as conn:
+                for row in plan.new:
+                    await db_sources.add_source(conn, row)
+        announce_sources(plan.new, args.dry_run)
+        found = scan(roots, plan, selection)
+        moves = id_moves(found.sources, known.values())
+        found.refuse(moves)
+
+        def docs() -> Any:
+            yield from found.errors
+            yield from read_sources(found.sources, found.skipped)
+
+        enabled = (not args.json) if show_progress is None else show_progress
+        indexer, close = await open_indexer(settings, dry_run=args.dry_run, pool=pool)
+        try:
+            before = await _apply_moves(indexer, args, moves)
+            total = estimate_documents(found.sources) + len(found.errors)
+            label = "planning" if args.dry_run else "indexing"
+            with (
+                BarProgress(total, label, enabled=None if enabled else False) as bar,
+                telemetry.span("sync", paths=len(args.paths)),
+            ):
+                summary = await indexer.add(
+                    args.tenant,
+                    docs(),
+                    allow=args.allow or [],
+                    public=args.public,
+                    meta=parse_meta(args.meta),
+                    dry_run=args.dry_run,
+                    prune=prune_scope(roots, selection) if args.prune else None,
+                    progress=bar,
+                )
+            summary.merge(before)
+            summary.skipped.extend(Failure(path=s.path, reason=s.reason) for s in found.skipped)
+            return summary
+        finally:
+            await close()
     finally:
-        await close()
+        await pool.close()
 
 
-def _remote(args: argparse.Namespace, settings: Settings) -> tuple[str, str] | None:
+async def _apply_moves(indexer: Indexer, args: argparse.Namespace, moves: IdMoves) -> Summary:
+    """Rename documents to their ids under the recorded root (vectors carried over) and drop
+    stale second copies of the same file, before the run plans anything."""
+    summary = Summary(tenant=args.tenant, dry_run=args.dry_run)
+    summary.changes.extend(
+        Change(doc_id=f"{old} -> {new}", action="rename") for old, new in moves.renames
+    )
+    if args.dry_run:
+        summary.renamed = len(moves.renames)
+        summary.removed = len(moves.duplicates)
+        summary.changes.extend(Change(doc_id=d, action="remove") for d in moves.duplicates)
+        return summary
+    if moves.renames:
+        assert indexer.index is not None
+        summary.renamed = await rename_documents(
+            indexer.pool, indexer.index, args.tenant, moves.renames
+        )
+    if moves.duplicates:
+        summary.merge(await indexer.remove(args.tenant, moves.duplicates))
+    return summary
+
+
+class Target(msgspec.Struct, kw_only=True, frozen=True):
+    """A running service to index through: a remote one (`--url`, a key), or the local
+    `ragline serve` holding this state dir's index (its token; any tenant)."""
+
+    url: str
+    key: str
+    local: bool = False
+
+
+def _remote(args: argparse.Namespace, settings: Settings) -> Target | None:
     url = getattr(args, "url", None) or settings.indexing.url
     if not url:
-        return None
+        found = find_server(settings.state_dir) if settings.index.backend == "edge" else None
+        if found is None:
+            return None
+        return Target(url=found.url, key=found.token, local=True)
     key = getattr(args, "key", None) or settings.indexing.key
     if not key:
-        raise SystemExit("ragline: --url needs --key (or RAGLINE_INDEXING_KEY) with index scope")
-    return url, key
+        raise UsageError("--url needs --key (or RAGLINE_INDEXING_KEY) with index scope")
+    return Target(url=url, key=key)
+
+
+async def _tenant_exists(settings: Settings, tenant: str) -> None:
+    """Before anything slow (the model, the index): an unknown tenant is a usage error."""
+    from service.cli import with_pool
+
+    async def go(conn: Any) -> int:
+        await require_tenant(conn, tenant)
+        return 0
+
+    await with_pool(settings, go)
 
 
 def _trace_summary(span: Any, s: Summary) -> None:
@@ -156,28 +266,41 @@ def _run(
     return 1 if summary.failed else 0
 
 
+@usage_checked
 def cmd_index_add(args: argparse.Namespace, settings: Settings) -> int:
     settings = indexing_settings(settings, args.threads)
     remote = _remote(args, settings)
     if remote is not None:
         from indexing.remote import remote_add, unreachable
 
-        with unreachable(remote[0]):
+        if remote.local:
+            asyncio.run(_tenant_exists(settings, args.tenant))
+        with unreachable(remote.url):
             return _run(
-                lambda: remote_add(remote[0], remote[1], args), args, settings, "ragline index add"
+                lambda: remote_add(remote.url, remote.key, args, local=remote.local),
+                args,
+                settings,
+                "ragline index add",
             )
     return _run(lambda: index_add(settings, args), args, settings, "ragline index add")
 
 
+@usage_checked
 def cmd_index_rm(args: argparse.Namespace, settings: Settings) -> int:
     remote = _remote(args, settings)
     if remote is not None:
         from indexing.remote import remote_rm, unreachable
 
-        with unreachable(remote[0]):
+        if remote.local:
+            asyncio.run(_tenant_exists(settings, args.tenant))
+        with unreachable(remote.url):
             return _run(
-                lambda: remote_rm(remote[0], remote[1], args), args, settings, "ragline index rm"
+                lambda: remote_rm(remote.url, remote.key, args, local=remote.local),
+                args,
+                settings,
+                "ragline index rm",
             )
+    asyncio.run(_tenant_exists(settings, args.tenant))
 
     async def go() -> Summary:
         indexer, close = await open_indexer(settings, dry_run=args.dry_run)
@@ -375,6 +498,8 @@ def register(sub: Any) -> None:
     status.add_argument("--tenant")
     status.add_argument("--json", action="store_true")
     status.set_defaults(func=cmd_index_status)
+
+    register_sources(sub)
 
     from indexing.bench import register_bench
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,13 +19,16 @@ from urllib.parse import quote
 import httpx
 import msgspec
 
-from indexing.loaders import Selection, estimate_documents, list_sources, prune_scope, read_sources
+from indexing.loaders import Selection, estimate_documents, prune_scope, read_sources
 from indexing.progress import BarProgress
+from indexing.sources.folders import Found, announce_sources, id_moves, plan_roots, scan
 from service.db.documents import DocRow
+from service.db.sources import SourceRow
 from service.errors import UpstreamError
 from service.ingest.documents import LoadError, SourceDoc
 from service.ingest.plan import NoAcl, resolve_acl
-from service.ingest.summary import Failure, Summary
+from service.ingest.summary import Change, Failure, Summary
+from service.local_server import TENANT_HEADER
 
 BATCH_DOCS = 64
 BATCH_BYTES = 4_000_000
@@ -41,6 +45,7 @@ class _Registered(msgspec.Struct):
     status: str
     origin: str
     chunks: int
+    source_uri: str = ""
 
 
 class _Registry(msgspec.Struct):
@@ -93,11 +98,18 @@ def retry_after_s(value: str | None) -> float:
 
 
 def _client(
-    url: str, key: str, transport: httpx.AsyncBaseTransport | None = None
+    url: str,
+    key: str,
+    transport: httpx.AsyncBaseTransport | None = None,
+    tenant: str | None = None,
 ) -> httpx.AsyncClient:
+    """`tenant`: the local server's token names the tenant (a key implies its own)."""
+    headers = {"Authorization": f"Bearer {key}", "X-Ragline-Class": "batch"}
+    if tenant is not None:
+        headers[TENANT_HEADER] = tenant
     return httpx.AsyncClient(
         base_url=url.rstrip("/"),
-        headers={"Authorization": f"Bearer {key}", "X-Ragline-Class": "batch"},
+        headers=headers,
         timeout=TIMEOUT,
         transport=RetryAfterTransport(transport),
     )
@@ -136,28 +148,66 @@ def _batches(docs: list[SourceDoc]) -> Iterator[list[SourceDoc]]:
         yield batch
 
 
-async def remote_add(url: str, key: str, args: argparse.Namespace) -> Summary:
+async def _folders(
+    client: httpx.AsyncClient, args: argparse.Namespace, reg: _Registry, summary: Summary
+) -> Found:
+    """Source roots as the service records them; documents move to their ids under them."""
+    selection = Selection(include=tuple(args.include or ()), exclude=tuple(args.exclude or ()))
+    roots = [Path(p) for p in args.paths]
+    recorded = msgspec.json.decode(
+        _check(await client.get("/v1/index/sources")), type=list[SourceRow]
+    )
+    plan = plan_roots(reg.tenant, roots, recorded)
+    if not args.dry_run:
+        for row in plan.new:
+            body = {"name": row.name, "kind": row.kind, "root": row.root}
+            _check(await client.post("/v1/index/sources", json=body))
+    announce_sources(plan.new, args.dry_run)
+    found = scan(roots, plan, selection)
+    moves = id_moves(found.sources, (_row(r) for r in reg.documents))
+    found.refuse(moves)
+    summary.changes.extend(
+        Change(doc_id=f"{old} -> {new}", action="rename") for old, new in moves.renames
+    )
+    if args.dry_run:
+        summary.renamed += len(moves.renames)
+        summary.removed += len(moves.duplicates)
+    else:
+        if moves.renames:
+            resp = await client.post("/v1/index/renames", json={"pairs": moves.renames})
+            summary.renamed += int(msgspec.json.decode(_check(resp))["renamed"])
+        for doc_id in moves.duplicates:
+            summary.merge(await _delete(client, doc_id))
+    renamed = dict(moves.renames)
+    dropped = set(moves.duplicates)
+    reg.documents = [
+        msgspec.structs.replace(r, doc_id=renamed.get(r.doc_id, r.doc_id))
+        for r in reg.documents
+        if r.doc_id not in dropped
+    ]
+    return found
+
+
+async def remote_add(
+    url: str, key: str, args: argparse.Namespace, *, local: bool = False
+) -> Summary:
     from indexing.cli import parse_meta
 
     selection = Selection(include=tuple(args.include or ()), exclude=tuple(args.exclude or ()))
     roots = [Path(p) for p in args.paths]
     meta = parse_meta(args.meta)
-    async with _client(url, key) as client:
+    async with _client(url, key, tenant=args.tenant if local else None) as client:
         reg = await _registry(client, args.tenant)
         summary = Summary(tenant=reg.tenant, dry_run=args.dry_run)
+        found = await _folders(client, args, reg, summary)
         known = {r.doc_id: r for r in reg.documents}
-        sources = []
-        for root in roots:
-            if root.exists():
-                sources.extend(list_sources(root, selection))
-            else:
-                summary.failed += 1
-                summary.errors.append(Failure(path=str(root), reason="no such file or directory"))
+        sources = found.sources
         seen: set[str] = set()
         errored: set[str] = set()
         send: list[SourceDoc] = []
+        items = itertools.chain(found.errors, read_sources(sources, found.skipped))
         with BarProgress(estimate_documents(sources), "reading", enabled=not args.json) as bar:
-            for item in read_sources(sources):
+            for item in items:
                 if isinstance(item, LoadError):
                     errored.add(item.path)
                     if item.doc_id:
@@ -173,13 +223,21 @@ async def remote_add(url: str, key: str, args: argparse.Namespace) -> Summary:
                     acl = resolve_acl(item, args.allow or [], args.public)
                 except NoAcl as exc:
                     summary.failed += 1
-                    summary.errors.append(Failure(path=item.origin, reason=str(exc)))
+                    summary.errors.append(
+                        Failure(path=item.origin, line=item.line, reason=str(exc))
+                    )
                     bar.doc_done("failed", 0)
                     continue
                 merged = {**item.metadata, **meta}
                 old = known.get(item.doc_id)
                 digest = item.content_hash(acl, merged, reg.hash_salt)
-                if old is not None and old.status == "indexed" and old.content_hash == digest:
+                same_link = old is not None and old.source_uri == item.source_uri
+                if (
+                    old is not None
+                    and old.status == "indexed"
+                    and old.content_hash == digest
+                    and same_link
+                ):
                     summary.unchanged += 1
                     bar.doc_done("unchanged", 0)
                     continue
@@ -209,6 +267,7 @@ async def remote_add(url: str, key: str, args: argparse.Namespace) -> Summary:
                 for doc_id in doomed:
                     part = await _delete(client, doc_id)
                     summary.merge(part)
+        summary.skipped.extend(Failure(path=s.path, reason=s.reason) for s in found.skipped)
     return summary
 
 
@@ -233,14 +292,20 @@ async def _delete(client: httpx.AsyncClient, doc_id: str) -> Summary:
     return msgspec.json.decode(_check(resp), type=Summary)
 
 
-async def remote_rm(url: str, key: str, args: argparse.Namespace) -> Summary:
-    async with _client(url, key) as client:
+async def remote_rm(
+    url: str, key: str, args: argparse.Namespace, *, local: bool = False
+) -> Summary:
+    async with _client(url, key, tenant=args.tenant if local else None) as client:
         reg = await _registry(client, args.tenant)
         summary = Summary(tenant=reg.tenant, dry_run=args.dry_run)
         present = {r.doc_id for r in reg.documents}
         for doc_id in args.doc_ids:
-            if args.dry_run:
-                summary.removed += doc_id in present
+            if doc_id not in present:
+                summary.failed += 1
+                reason = "no such document (see `ragline index ls`)"
+                summary.errors.append(Failure(path=doc_id, reason=reason))
+            elif args.dry_run:
+                summary.removed += 1
             else:
                 summary.merge(await _delete(client, doc_id))
     return summary

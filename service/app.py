@@ -15,6 +15,7 @@ from service.api.middleware import RequestIdMiddleware
 from service.api.openai_routes import chat_completions
 from service.api.problems import http_error_handler, ragline_error_handler, unexpected_error_handler
 from service.api.routes import answer, healthz, readyz, search
+from service.api.source_routes import source_handlers
 from service.config import Settings
 from service.errors import RaglineError
 from service.runtime import Runtime
@@ -53,6 +54,7 @@ def create_app(
             metrics,
             chat_completions,
             *index_handlers(settings),
+            *source_handlers(),
         ],
         lifespan=[lifespan],
         middleware=[AdmissionMiddleware],

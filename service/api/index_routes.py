@@ -16,8 +16,8 @@ from litestar.datastructures import State
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 
-from service.api.auth import authenticate
 from service.api.body import read_json
+from service.api.index_caller import index_principal
 from service.config import Settings
 from service.db.documents import registered
 from service.ingest.documents import SourceDoc
@@ -39,6 +39,7 @@ class Registered(msgspec.Struct, kw_only=True):
     status: str
     origin: str
     chunks: int
+    source_uri: str = ""
 
 
 class RegisteredList(msgspec.Struct, kw_only=True):
@@ -64,7 +65,7 @@ def index_handlers(settings: Settings) -> list[HTTPRouteHandler]:
     @get("/v1/index/documents")
     async def list_documents(request: AnyRequest, state: State) -> Response[bytes]:
         rt: Runtime = state.runtime
-        principal = await authenticate(request, rt, state.key_cache, "index")
+        principal = await index_principal(request, state)
         async with rt.pool.acquire() as conn:
             rows = await registered(conn, principal.tenant_id)
         docs = [
@@ -74,6 +75,7 @@ def index_handlers(settings: Settings) -> list[HTTPRouteHandler]:
                 status=r.status,
                 origin=r.origin,
                 chunks=r.chunk_count,
+                source_uri=r.source_uri,
             )
             for r in rows.values()
         ]
@@ -83,7 +85,7 @@ def index_handlers(settings: Settings) -> list[HTTPRouteHandler]:
     @post("/v1/index/documents", status_code=200, request_max_body_size=limit)
     async def add_documents(request: AnyRequest, state: State) -> Response[bytes]:
         rt: Runtime = state.runtime
-        principal = await authenticate(request, rt, state.key_cache, "index")
+        principal = await index_principal(request, state)
         body = await read_json(request, IndexDocuments, limit)
         async with rt.ingest_lock:
             summary = await _indexer(rt).add(
@@ -96,7 +98,7 @@ def index_handlers(settings: Settings) -> list[HTTPRouteHandler]:
         request: AnyRequest, state: State, doc_id: FromPath[str]
     ) -> Response[bytes]:
         rt: Runtime = state.runtime
-        principal = await authenticate(request, rt, state.key_cache, "index")
+        principal = await index_principal(request, state)
         async with rt.ingest_lock:
             summary = await _indexer(rt).remove(principal.tenant_id, [doc_id.lstrip("/")])
         return _json(summary)

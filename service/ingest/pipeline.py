@@ -40,6 +40,7 @@ from service.embed.protocol import Embedder
 from service.index.protocol import VectorIndex
 from service.ingest.documents import LoadError, SourceDoc
 from service.ingest.plan import NoAcl, Prepared, hash_salt, prepare, resolve_acl
+from service.ingest.relink import content_unchanged, links_for, needs_relink, public_link, relink
 from service.ingest.summary import Change, Failure, NoProgress, Progress, Summary
 
 PruneScope = Callable[[DocRow], bool]
@@ -138,7 +139,8 @@ class Indexer:
     async def _finish(self, summary: Summary, status: str) -> None:
         assert summary.run_id is not None
         stats = msgspec.to_builtins(summary)
-        stats["errors"] = stats["errors"][:100]
+        for key in ("errors", "changes", "skipped"):
+            stats[key] = stats[key][:100]
         async with self.pool.acquire() as conn:
             await finish_run(conn, summary.run_id, status, stats)
 
@@ -161,6 +163,7 @@ class Indexer:
         seen: dict[str, str] = {}
         errored: set[str] = set()
         salt = hash_salt(self.embedder)
+        relinks: list[tuple[SourceDoc, str, list[str]]] = []
 
         def put(item: Any) -> None:
             fut = asyncio.run_coroutine_threadsafe(planned.put(item), loop)
@@ -185,18 +188,23 @@ class Indexer:
                 errored.add(item.origin)
                 reason = f"duplicate document id {item.doc_id!r} (also from {seen[item.doc_id]})"
                 return _Settled(
-                    doc_id=item.doc_id, action="failed", failure=Failure(path=where, reason=reason)
+                    doc_id=item.doc_id,
+                    action="failed",
+                    failure=Failure(path=where, line=item.line, reason=reason),
                 )
             seen[item.doc_id] = where
             try:
                 acl = resolve_acl(item, allow, public)
             except NoAcl as exc:
-                failure = Failure(path=where, reason=str(exc))
+                failure = Failure(path=where, line=item.line, reason=str(exc))
                 return _Settled(doc_id=item.doc_id, action="failed", failure=failure)
             metadata = {**item.metadata, **meta}
+            public_link(item)
             digest = item.content_hash(acl, metadata, salt)
             old = known.get(item.doc_id)
-            if old is not None and old.content_hash == digest and old.status == "indexed":
+            if old is not None and content_unchanged(item, acl, metadata, salt, digest, old):
+                if needs_relink(item, digest, old):  # a new link is written in place
+                    relinks.append((item, digest, links_for(item, self.embedder)))
                 return _Settled(doc_id=item.doc_id, action="unchanged")
             try:
                 return prepare(
@@ -212,7 +220,7 @@ class Indexer:
                 return _Settled(
                     doc_id=item.doc_id,
                     action="failed",
-                    failure=Failure(path=where, reason=f"cannot chunk: {exc}"),
+                    failure=Failure(path=where, line=item.line, reason=f"cannot chunk: {exc}"),
                 )
 
         def produce() -> None:
@@ -246,6 +254,10 @@ class Indexer:
             await hand_off(_DONE)
             await writer
             await producer  # re-raises an error of the source iterator itself
+            summary.relinked += len(relinks)
+            if not dry_run:
+                assert self.index is not None
+                await relink(self.pool, self.index, tenant_id, relinks)
         finally:
             stop.set()
             if not writer.done():
@@ -377,6 +389,9 @@ class Indexer:
             summary.added += p.old is None
             summary.updated += p.old is not None
             summary.chunks += len(p.pieces)
+            summary.changes.append(
+                Change(doc_id=p.doc.doc_id, action=p.action, chunks=len(p.pieces))
+            )
             progress.doc_done(p.action, len(p.pieces))
         for p in failed:
             summary.failed += 1
@@ -395,8 +410,17 @@ class Indexer:
                 summary.run_id = await start_run(conn, tenant_id, "rm", {"dry_run": dry_run})
         status = "interrupted"
         try:
-            await self._remove(tenant_id, list(doc_ids), summary, dry_run, None)
-            status = "ok"
+            async with self.pool.acquire() as conn:
+                present = set(await registered(conn, tenant_id, doc_ids))
+            for doc_id in doc_ids:
+                if doc_id not in present:
+                    summary.failed += 1
+                    reason = "no such document (see `ragline index ls`)"
+                    summary.errors.append(Failure(path=doc_id, reason=reason))
+            await self._remove(
+                tenant_id, [d for d in doc_ids if d in present], summary, dry_run, None
+            )
+            status = "failed" if summary.failed else "ok"
         finally:
             summary.seconds = round(time.perf_counter() - t0, 3)
             if summary.run_id is not None:
@@ -434,6 +458,7 @@ class Indexer:
         async with self.pool.acquire() as conn, conn.transaction():
             summary.removed += await forget_documents(conn, tenant_id, doc_ids)
             await bump_index_version(conn, tenant_id)
+        summary.changes.extend(Change(doc_id=d, action="remove") for d in sorted(present))
         if progress is not None:
             for _ in present:
                 progress.doc_done("removed", 0)

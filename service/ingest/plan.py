@@ -17,6 +17,7 @@ from service.identity import PUBLIC, is_identity
 from service.index.protocol import Chunk
 from service.ingest.chunking import ChunkText, chunk_document
 from service.ingest.documents import SourceDoc
+from service.ingest.links import chunk_links
 from service.text.bm25 import SparseVec, doc_vector
 
 CHUNKER_VERSION = "1"
@@ -104,6 +105,7 @@ class Prepared(msgspec.Struct, kw_only=True):
         version. The pipeline deletes the tombstones right after.
         """
         d = self.doc
+        links = chunk_links(d, self.pieces)
         out = [
             Chunk(
                 tenant_id=self.tenant_id,
@@ -111,7 +113,7 @@ class Prepared(msgspec.Struct, kw_only=True):
                 chunk_ix=i,
                 text=p.text,
                 title=p.title(d.title),
-                source_uri=d.source_uri,
+                source_uri=links[i],
                 lang=d.lang,
                 acl=self.acl,
                 doc_version=self.version,
