@@ -71,7 +71,7 @@ def source_handlers() -> list[HTTPRouteHandler]:
         principal = await index_principal(request, state)
         body = await read_json(request, Renames, 4_000_000)
         try:
-            async with rt.ingest_lock:
+            async with rt.index_service.lock:
                 moved = await rename_documents(rt.pool, rt.index, principal.tenant_id, body.pairs)
         except RenameRefused as exc:
             raise Conflict(str(exc), code="doc_id_taken") from None
