@@ -105,13 +105,13 @@ def show_summary(s: Summary, console: Console | None = None) -> None:
     moved = [f"{n} {what}" for n, what in ((s.renamed, "renamed"), (s.relinked, "relinked")) if n]
     if moved:
         console.print(f"{', '.join(moved)} (links and ids only: nothing re-embedded)")
-    for line in grouped("failed", s.errors):
-        console.print(f"[red]failed[/red] {escape(line)}", highlight=False)
-    for line in grouped("skipped", s.skipped):
-        console.print(f"[yellow]skipped[/yellow] {escape(line)}", highlight=False)
+    for line in grouped(s.errors):
+        console.print(f"[red]failed[/red] {escape(line)}", highlight=False, soft_wrap=True)
+    for line in grouped(s.skipped):
+        console.print(f"[yellow]skipped[/yellow] {escape(line)}", highlight=False, soft_wrap=True)
 
 
-def grouped(label: str, items: list[Failure], show: int = 3) -> list[str]:
+def grouped(items: list[Failure], show: int = 3) -> list[str]:
     """One line per reason: a reason shared by several files is one line with a count and
     the first few paths (55 files without an ACL are one line, not 55)."""
     by_reason: dict[str, list[Failure]] = {}
@@ -124,7 +124,7 @@ def grouped(label: str, items: list[Failure], show: int = 3) -> list[str]:
             continue
         where = [f"{f.path}:{f.line}" if f.line is not None else f.path for f in fs[:show]]
         more = f", … {len(fs) - show} more" if len(fs) > show else ""
-        lines.append(f"{len(fs)} {label} ({reason}): {', '.join(where)}{more}")
+        lines.append(f"{len(fs)} files ({reason}): {', '.join(where)}{more}")
     return lines
 
 

@@ -238,7 +238,19 @@ async def remote_add(
                     part = await _delete(client, doc_id)
                     summary.merge(part)
         summary.skipped.extend(Failure(path=s.path, reason=s.reason) for s in found.skipped)
+        await _record_run(client, "add", summary)
     return summary
+
+
+async def _record_run(client: httpx.AsyncClient, kind: str, summary: Summary) -> None:
+    """The service records the run as this client saw it (failures on this side included)."""
+    if summary.dry_run:
+        return
+    body = msgspec.json.encode({"kind": kind, "summary": summary})
+    resp = await client.post(
+        "/v1/index/runs", content=body, headers={"Content-Type": "application/json"}
+    )
+    summary.run_id = int(msgspec.json.decode(_check(resp))["run_id"])
 
 
 def _row(r: Registered) -> DocRow:
@@ -279,4 +291,5 @@ async def remote_rm(
                 summary.removed += 1
             else:
                 summary.merge(await _delete(client, doc_id))
+        await _record_run(client, "rm", summary)
     return summary

@@ -4,7 +4,7 @@ re-embedding them (a recorded root, or a moved one)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 from litestar import Request, Response, get, post
@@ -13,9 +13,11 @@ from litestar.handlers import HTTPRouteHandler
 
 from service.api.body import read_json
 from service.api.index_caller import index_principal
+from service.db.runs import finish_run, start_run
 from service.db.sources import DuplicateSource, SourceRow, add_source, list_sources
 from service.errors import ClientError
 from service.ingest.relink import RenameRefused, rename_documents
+from service.ingest.summary import Summary
 from service.runtime import Runtime
 
 AnyRequest = Request[Any, Any, Any]
@@ -38,6 +40,14 @@ class NewSource(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 class Renames(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     pairs: list[tuple[str, str]]
+
+
+class ClientRun(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """A client's whole run (`index add --url`): what it saw, including files that failed on
+    its side and never reached the service, so the service's record agrees with the CLI."""
+
+    kind: Literal["add", "rm"]
+    summary: Summary
 
 
 def _json(data: Any) -> Response[bytes]:
@@ -77,4 +87,21 @@ def source_handlers() -> list[HTTPRouteHandler]:
             raise Conflict(str(exc), code="doc_id_taken") from None
         return _json({"renamed": moved})
 
-    return [get_sources, post_source, post_renames]
+    @post("/v1/index/runs", status_code=201)
+    async def post_run(request: AnyRequest, state: State) -> Response[bytes]:
+        rt: Runtime = state.runtime
+        principal = await index_principal(request, state)
+        body = await read_json(request, ClientRun, 4_000_000)
+        stats = msgspec.to_builtins(body.summary)
+        for key in ("errors", "changes", "skipped"):
+            stats[key] = stats[key][:100]
+        stats["client"] = True
+        status = "failed" if body.summary.failed else "ok"
+        async with rt.pool.acquire() as conn:
+            run_id = await start_run(conn, principal.tenant_id, body.kind, stats)
+            await finish_run(conn, run_id, status, stats)
+        return Response(
+            msgspec.json.encode({"run_id": run_id}), media_type="application/json", status_code=201
+        )
+
+    return [get_sources, post_source, post_renames, post_run]
