@@ -222,7 +222,7 @@ def run_bench(settings: Settings, args: argparse.Namespace) -> IndexBench:
 
 
 def _run_bench(settings: Settings, args: argparse.Namespace) -> IndexBench:
-    from indexing.cli import indexing_settings
+    from indexing.runner import indexing_settings
 
     settings = indexing_settings(settings, args.threads)
     threads = settings.embedder.threads

@@ -13,114 +13,29 @@ import msgspec
 
 from indexing.loaders import Selection, estimate_documents, prune_scope, read_sources
 from indexing.progress import BarProgress, print_rows, show_summary
+from indexing.runner import indexing_settings, open_indexer
 from indexing.sources.cli import register_sources
 from indexing.sources.folders import (
     IdMoves,
-    UsageError,
     announce_sources,
     id_moves,
     plan_roots,
     scan,
 )
+from indexing.usage import UsageError, parse_meta, usage_checked
 from service import telemetry
 from service.cli import command_group, emit
 from service.config import Settings
 from service.db import sources as db_sources
 from service.db.documents import registered
 from service.db.tenants import require_tenant
-from service.identity import is_identity
-from service.ingest.pipeline import Indexer, IngestOptions
-from service.ingest.relink import rename_documents, scrub_server_paths
+from service.ingest.pipeline import Indexer
+from service.ingest.relink import rename_documents
 from service.ingest.summary import Change, Failure, Summary
 from service.local_server import find_server
-from service.runtime import limit_native_threads, open_index
 from service.telemetry.cli import traced_command
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample"
-
-
-def parse_meta(pairs: list[str] | None) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise UsageError(f"--meta expects KEY=VALUE, got {pair!r}")
-        out[key] = value
-    return out
-
-
-def check_usage(args: argparse.Namespace) -> None:
-    """Usage errors, found before anything is read, loaded or written (exit 2)."""
-    for ident in getattr(args, "allow", None) or []:
-        if not is_identity(ident):
-            hint = ident if ":" not in ident else ident.partition(":")[2]
-            raise UsageError(
-                f"--allow {ident!r} is not an identity: use public, user:<id> or group:<name>"
-                f" (e.g. --allow group:{hint} or --allow user:{hint})"
-            )
-    parse_meta(getattr(args, "meta", None))
-
-
-def usage_checked(cmd: Callable[[argparse.Namespace, Settings], int]) -> Any:
-    """Run `cmd` after `check_usage`; a `UsageError` anywhere before work exits 2."""
-
-    def run(args: argparse.Namespace, settings: Settings) -> int:
-        try:
-            check_usage(args)
-            return cmd(args, settings)
-        except UsageError as exc:
-            print(f"ragline: {exc}", file=sys.stderr)
-            return 2
-
-    return run
-
-
-def indexing_settings(settings: Settings, threads: int | None) -> Settings:
-    """The embedder runs with `--threads` (or `indexing.threads`) threads during a run."""
-    n = threads or settings.indexing.threads
-    if n:
-        embedder = msgspec.structs.replace(settings.embedder, threads=n)
-        settings = msgspec.structs.replace(settings, embedder=embedder)
-    return settings
-
-
-async def open_indexer(
-    settings: Settings, *, dry_run: bool = False, pool: Any = None
-) -> tuple[Indexer, Any]:
-    """An indexer on the embedded index; a dry run never opens the index. A given pool stays
-    open (its owner closes it)."""
-    from service.db.pool import open_pool
-    from service.embed.loader import load_embedder
-
-    limit_native_threads(settings.embedder.threads)
-    with telemetry.span("load_embedder"):
-        embedder = await asyncio.to_thread(load_embedder, settings)
-    own_pool = pool is None
-    if own_pool:
-        with telemetry.span("open_database"):
-            pool = await open_pool(settings)
-    index = None
-    if not dry_run:
-        try:
-            with telemetry.span("open_index"):
-                index = await asyncio.to_thread(open_index, settings, embedder.dim)
-            await scrub_server_paths(pool, index)
-        except BaseException:
-            if own_pool:
-                await pool.close()
-            raise
-    options = IngestOptions(
-        embed_batch=settings.indexing.embed_batch, queue_docs=settings.indexing.queue_docs
-    )
-    indexer = Indexer(pool, index, embedder, options)
-
-    async def close() -> None:
-        if index is not None:
-            await index.close()
-        if own_pool:
-            await pool.close()
-
-    return indexer, close
 
 
 def _selection(args: argparse.Namespace) -> Selection:
@@ -374,6 +289,16 @@ def cmd_index_status(args: argparse.Namespace, settings: Settings) -> int:
                     "pending": r["pending"],
                     "index_version": r["index_version"],
                     "last_run": last,
+                    "sources": [
+                        {
+                            "name": s.name,
+                            "kind": s.kind,
+                            "last_sync": s.last_sync_at,
+                            "status": s.last_status,
+                            "error": s.last_error,
+                        }
+                        for s in await db_sources.list_sources(conn, r["tenant_id"])
+                    ],
                 }
             )
         emit(rows, args.json, _show_status)
@@ -392,8 +317,15 @@ def _show_status(rows: list[dict[str, Any]]) -> None:
                 f"#{last['run_id']} {last['kind']} {last['status']} {last['started_at']}"
                 f" (+{last['added']} ~{last['updated']} -{last['removed']} !{last['failed']})"
             )
-        flat.append({**r, "last_run": run})
+        sources = "; ".join(
+            f"{s['name']} ({s['kind']}): "
+            + (f"{s['status']} {s['last_sync']}" if s["last_sync"] else "never synced")
+            + (f" - {s['error']}" if s["error"] else "")
+            for s in r["sources"]
+        )
+        flat.append({**r, "last_run": run, "sources": sources or "-"})
     cols = ["tenant", "documents", "chunks", "failed", "pending", "index_version", "last_run"]
+    cols.append("sources")
     print_rows(flat, cols, "index status")
 
 

@@ -23,6 +23,7 @@ import msgspec
 from indexing.loaders import Selection, estimate_documents, prune_scope, read_sources
 from indexing.progress import BarProgress
 from indexing.sources.folders import Found, announce_sources, id_moves, plan_roots, scan
+from indexing.usage import parse_meta
 from service.db.documents import DocRow
 from service.db.sources import SourceRow
 from service.errors import UpstreamError
@@ -179,8 +180,6 @@ async def remote_add(
     url: str, key: str, args: argparse.Namespace, *, local: bool = False
 ) -> Summary:
     """`local`: `key` is the local server's token, which names the tenant in a header."""
-    from indexing.cli import parse_meta
-
     selection = Selection(include=tuple(args.include or ()), exclude=tuple(args.exclude or ()))
     roots = [Path(p) for p in args.paths]
     meta = parse_meta(args.meta)

@@ -10,13 +10,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from indexing.progress import print_rows
-from indexing.sources.folders import FOLDER, UsageError
+from indexing.progress import print_rows, show_summary
+from indexing.runner import indexing_settings, open_indexer
+from indexing.sources.folders import FOLDER
+from indexing.sources.s3 import parse_root
+from indexing.sources.sync import SourceRun, parse_every, sync_sources
+from indexing.usage import UsageError, check_usage, parse_meta
 from service.cli import emit, with_pool
 from service.config import Settings
 from service.db import sources as db
@@ -33,18 +38,57 @@ def _check_base_url(url: str | None) -> None:
         raise UsageError(f"--base-url must start with https:// or http://, got {url!r}")
 
 
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    """What `sources sync` indexes the source with (never credentials)."""
+    check_usage(args)
+    opts: dict[str, Any] = {
+        "allow": args.allow or [],
+        "public": args.public,
+        "meta": parse_meta(args.meta),
+        "include": args.include or [],
+        "exclude": args.exclude or [],
+    }
+    if args.s3:
+        opts.update(endpoint_url=args.endpoint_url or "", region=args.region or "")
+    if args.sitemap or args.crawl:
+        opts.update(mode="sitemap" if args.sitemap else "crawl", delay=args.delay)
+        opts.update(max_pages=args.max_pages)
+    return opts
+
+
+def _kind_root(args: argparse.Namespace) -> tuple[str, str]:
+    given = [x for x in (args.root, args.s3, args.sitemap, args.crawl) if x]
+    if len(given) != 1:
+        raise UsageError("give exactly one of --root DIR, --s3 s3://bucket/prefix,"
+                         " --sitemap URL, --crawl URL")  # fmt: skip
+    if args.root:
+        root = Path(args.root)
+        if not root.is_dir():
+            raise UsageError(f"--root {args.root}: not a folder")
+        return FOLDER, str(root.resolve())
+    if args.s3:
+        try:
+            parse_root(args.s3)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        return "s3", args.s3
+    url = args.sitemap or args.crawl
+    if not url.startswith(("https://", "http://")):
+        raise UsageError(f"a website source needs an http(s) URL, got {url!r}")
+    return "web", url
+
+
 def cmd_sources_add(args: argparse.Namespace, settings: Settings) -> int:
     _check_base_url(args.base_url)
-    root = Path(args.root)
-    if not root.is_dir():
-        raise UsageError(f"--root {args.root}: not a folder")
+    kind, root = _kind_root(args)
     row = db.SourceRow(
         tenant_id=args.tenant,
         name=args.name,
-        kind=FOLDER,
-        root=str(root.resolve()),
+        kind=kind,
+        root=root,
         base_url=args.base_url or "",
         url_style=args.url_style,
+        options=_options(args),
     )
 
     async def go(conn: Any) -> int:
@@ -185,6 +229,52 @@ async def _rename(settings: Settings, pool: Any, tenant: str, pairs: list[tuple[
         await index.close()
 
 
+def cmd_sources_sync(args: argparse.Namespace, settings: Settings) -> int:
+    every = parse_every(args.every) if args.every else None
+    settings = indexing_settings(settings, args.threads)
+    show = not args.json and sys.stderr.isatty()
+
+    async def once() -> list[SourceRun]:
+        from service.db.pool import open_pool
+
+        pool = await open_pool(settings)
+        try:
+            return await sync_sources(
+                pool,
+                lambda: open_indexer(settings, dry_run=args.dry_run, pool=pool),
+                args.tenant,
+                name=args.name,
+                prune=args.prune,
+                dry_run=args.dry_run,
+                show=show,
+            )
+        finally:
+            await pool.close()
+
+    while True:
+        try:
+            runs = asyncio.run(once())
+        except RuntimeError as exc:  # another sync of this tenant holds the lock
+            print(f"ragline: {exc}", file=sys.stderr)
+            if every is None:
+                return 1
+            runs = []
+        emit(runs, args.json, _show_runs)
+        failed = any(r.error or (r.summary and r.summary.failed) for r in runs)
+        if every is None:
+            return 1 if failed else 0
+        time.sleep(every)
+
+
+def _show_runs(runs: list[SourceRun]) -> None:
+    for r in runs:
+        print(f"source {r.source} ({r.kind})")
+        if r.error:
+            print(f"  failed: {r.error}")
+        elif r.summary is not None:
+            show_summary(r.summary)
+
+
 def cmd_sources_rm(args: argparse.Namespace, settings: Settings) -> int:
     async def go(conn: Any) -> int:
         await require_tenant(conn, args.tenant)
@@ -211,10 +301,22 @@ def usage(cmd: Any) -> Any:
 def register_sources(sub: Any) -> None:
     group = sub.add_parser("sources", help="record, list, change and sync a tenant's sources")
     cmds = group.add_subparsers(dest="sub", required=True)
-    add = cmds.add_parser("add", help="record a folder source (ids are relative to its root)")
+    add = cmds.add_parser("add", help="record a source: a folder, an S3 bucket or a website")
     add.add_argument("name")
     add.add_argument("--tenant", required=True)
-    add.add_argument("--root", required=True, help="the folder document ids are relative to")
+    add.add_argument("--root", help="a folder (document ids are paths relative to it)")
+    add.add_argument("--s3", metavar="URI", help="s3://bucket/prefix (credentials: boto3's chain)")
+    add.add_argument("--endpoint-url", help="an S3-compatible server (MinIO, R2, Ceph…)")
+    add.add_argument("--region")
+    add.add_argument("--sitemap", metavar="URL", help="a website's sitemap.xml")
+    add.add_argument("--crawl", metavar="URL", help="a website crawled from URL (same host)")
+    add.add_argument("--delay", type=float, default=0.5, help="seconds between web requests")
+    add.add_argument("--max-pages", type=int, default=500, help="most pages a crawl visits")
+    add.add_argument("--allow", action="append", metavar="IDENTITY")
+    add.add_argument("--public", action="store_true")
+    add.add_argument("--meta", action="append", metavar="KEY=VALUE")
+    add.add_argument("--include", action="append", metavar="GLOB")
+    add.add_argument("--exclude", action="append", metavar="GLOB")
     add.add_argument("--base-url", help="public URL of the root (links are made from it)")
     style = "how .md maps onto URLs: dir (x.md -> x/), html (x.html), keep"
     add.add_argument("--url-style", choices=URL_STYLES, default="dir", help=style)
@@ -233,6 +335,16 @@ def register_sources(sub: Any) -> None:
     st.add_argument("--base-url")
     st.add_argument("--url-style", choices=URL_STYLES)
     st.set_defaults(func=usage(cmd_sources_set))
+
+    sy = cmds.add_parser("sync", help="bring a tenant's sources up to date (one run at a time)")
+    sy.add_argument("name", nargs="?", help="only this source")
+    sy.add_argument("--tenant", required=True)
+    sy.add_argument("--prune", action="store_true", help="remove documents whose object is gone")
+    sy.add_argument("--dry-run", action="store_true")
+    sy.add_argument("--every", metavar="DURATION", help="repeat every 30s, 15m, 1h… until Ctrl-C")
+    sy.add_argument("--threads", type=int, help="embedder threads")
+    sy.add_argument("--json", action="store_true")
+    sy.set_defaults(func=usage(cmd_sources_sync))
 
     rm = cmds.add_parser("rm", help="forget a source (its documents stay)")
     rm.add_argument("name")

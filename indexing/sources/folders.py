@@ -18,15 +18,12 @@ import msgspec
 
 from indexing.loaders import Root, Selection, Skipped, Source, list_sources
 from indexing.readers import JSONL
+from indexing.usage import UsageError
 from service.db.documents import DocRow
 from service.db.sources import SourceRow
 from service.ingest.documents import LoadError
 
 FOLDER = "folder"
-
-
-class UsageError(Exception):
-    """Bad usage found before any work: `ragline` prints it and exits 2."""
 
 
 class RootPlan(msgspec.Struct, kw_only=True):
