@@ -12,9 +12,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import httpx
@@ -27,9 +28,9 @@ from indexing.usage import parse_meta
 from service.db.documents import DocRow
 from service.db.sources import SourceRow
 from service.errors import UpstreamError
-from service.ingest.documents import SourceDoc
+from service.ingest.documents import LoadError, SourceDoc
 from service.ingest.plan import DocPlanner, Settled, resolve_acl
-from service.ingest.summary import Change, Failure, Summary
+from service.ingest.summary import Change, Failure, Progress, Summary
 from service.local_server import TENANT_HEADER
 from service.ops.index import Registered, Registry
 
@@ -85,7 +86,7 @@ def retry_after_s(value: str | None) -> float:
         return 1.0
 
 
-def _client(
+def index_client(
     url: str,
     key: str,
     transport: httpx.AsyncBaseTransport | None = None,
@@ -115,7 +116,7 @@ def _check(resp: httpx.Response) -> bytes:
     return resp.content
 
 
-async def _registry(client: httpx.AsyncClient, tenant: str | None) -> Registry:
+async def fetch_registry(client: httpx.AsyncClient, tenant: str | None) -> Registry:
     reg = msgspec.json.decode(_check(await client.get("/v1/index/documents")), type=Registry)
     if tenant and tenant != reg.tenant:
         raise RemoteError(f"the key belongs to tenant {reg.tenant!r}, not {tenant!r}")
@@ -183,65 +184,89 @@ async def remote_add(
     selection = Selection(include=tuple(args.include or ()), exclude=tuple(args.exclude or ()))
     roots = [Path(p) for p in args.paths]
     meta = parse_meta(args.meta)
-    async with _client(url, key, tenant=args.tenant if local else None) as client:
-        reg = await _registry(client, args.tenant)
+    async with index_client(url, key, tenant=args.tenant if local else None) as client:
+        reg = await fetch_registry(client, args.tenant)
         summary = Summary(tenant=reg.tenant, dry_run=args.dry_run)
         found = await _folders(client, args, reg, summary)
-        sources = found.sources
-        known = {r.doc_id: _row(r) for r in reg.documents}
-        planner = DocPlanner(
-            known, allow=args.allow or [], public=args.public, meta=meta, salt=reg.hash_salt
+        items = itertools.chain(found.errors, read_sources(found.sources, found.skipped))
+        summary.merge(
+            await push(
+                client,
+                reg,
+                items,
+                allow=args.allow or [],
+                public=args.public,
+                meta=meta,
+                dry_run=args.dry_run,
+                prune=prune_scope(roots, selection) if args.prune else None,
+                total=estimate_documents(found.sources),
+                show=not args.json,
+            )
         )
-        send: list[SourceDoc] = []
-        items = itertools.chain(found.errors, read_sources(sources, found.skipped))
-        with BarProgress(estimate_documents(sources), "reading", enabled=not args.json) as bar:
-            for item in items:
-                decided = planner.plan(item)
-                if isinstance(decided, Settled):
-                    decided.count(summary, bar)
-                    continue
-                doc = decided.doc
-                send.append(
-                    msgspec.structs.replace(doc, acl=decided.acl, metadata=decided.metadata)
-                )
-        # a new link only: the service rewrites it in place (the same document, not re-embedded)
-        for doc, _ in planner.relinks:
-            summary.unchanged -= 1
-            acl = resolve_acl(doc, args.allow or [], args.public)
-            send.append(msgspec.structs.replace(doc, acl=acl, metadata={**doc.metadata, **meta}))
-        with BarProgress(len(send), "indexing", enabled=not args.json and bool(send)) as bar:
-            for batch in _batches(send):
-                body = msgspec.json.encode({"documents": batch, "dry_run": args.dry_run})
-                resp = await client.post(
-                    "/v1/index/documents",
-                    content=body,
-                    headers={"Content-Type": "application/json"},
-                )
-                part = msgspec.json.decode(_check(resp), type=Summary)
-                summary.merge(part)
-                for _ in batch:
-                    bar.doc_done("sent", 0)
-        if args.prune:
-            in_scope = prune_scope(roots, selection)
-            doomed = [
-                r.doc_id
-                for r in reg.documents
-                if r.doc_id not in planner.seen
-                and in_scope(known[r.doc_id])
-                and not _errored(r.origin, planner.errored)
-            ]
-            if args.dry_run:
-                summary.removed += len(doomed)
-            else:
-                for doc_id in doomed:
-                    part = await _delete(client, doc_id)
-                    summary.merge(part)
         summary.skipped.extend(Failure(path=s.path, reason=s.reason) for s in found.skipped)
-        await _record_run(client, "add", summary)
+        await record_run(client, "add", summary)
     return summary
 
 
-async def _record_run(client: httpx.AsyncClient, kind: str, summary: Summary) -> None:
+async def push(
+    client: httpx.AsyncClient,
+    reg: Registry,
+    items: Iterable[SourceDoc | LoadError],
+    *,
+    allow: Sequence[str],
+    public: bool,
+    meta: dict[str, Any],
+    dry_run: bool,
+    prune: Callable[[DocRow], bool] | None,
+    total: int,
+    show: bool,
+    progress: Progress | None = None,
+) -> Summary:
+    """Plan documents here (unchanged ones never travel), send the rest in batches, and with
+    `prune` delete registered documents in that scope that `items` did not hold."""
+    summary = Summary(tenant=reg.tenant, dry_run=dry_run)
+    known = {r.doc_id: _row(r) for r in reg.documents}
+    planner = DocPlanner(known, allow=allow, public=public, meta=meta, salt=reg.hash_salt)
+    send: list[SourceDoc] = []
+    with BarProgress(total, "reading", enabled=show and progress is None) as bar:
+        for item in items:
+            decided = planner.plan(item)
+            if isinstance(decided, Settled):
+                decided.count(summary, progress or bar)
+                continue
+            doc = decided.doc
+            send.append(msgspec.structs.replace(doc, acl=decided.acl, metadata=decided.metadata))
+    # a new link only: the service rewrites it in place (the same document, not re-embedded)
+    for doc, _ in planner.relinks:
+        summary.unchanged -= 1
+        acl = resolve_acl(doc, allow, public)
+        send.append(msgspec.structs.replace(doc, acl=acl, metadata={**doc.metadata, **meta}))
+    with BarProgress(len(send), "indexing", enabled=show and bool(send)) as bar:
+        for batch in _batches(send):
+            body = msgspec.json.encode({"documents": batch, "dry_run": dry_run})
+            resp = await client.post(
+                "/v1/index/documents", content=body, headers={"Content-Type": "application/json"}
+            )
+            summary.merge(msgspec.json.decode(_check(resp), type=Summary))
+            for _ in batch:
+                bar.doc_done("sent", 0)
+    if prune is not None:
+        doomed = [
+            r.doc_id
+            for r in reg.documents
+            if r.doc_id not in planner.seen
+            and prune(known[r.doc_id])
+            and not _errored(r.origin, planner.errored)
+        ]
+        if dry_run:
+            summary.removed += len(doomed)
+        else:
+            for doc_id in doomed:
+                summary.merge(await _delete(client, doc_id))
+    return summary
+
+
+async def record_run(client: httpx.AsyncClient, kind: str, summary: Summary) -> None:
     """The service records the run as this client saw it (failures on this side included)."""
     if summary.dry_run:
         return
@@ -277,8 +302,8 @@ async def _delete(client: httpx.AsyncClient, doc_id: str) -> Summary:
 async def remote_rm(
     url: str, key: str, args: argparse.Namespace, *, local: bool = False
 ) -> Summary:
-    async with _client(url, key, tenant=args.tenant if local else None) as client:
-        reg = await _registry(client, args.tenant)
+    async with index_client(url, key, tenant=args.tenant if local else None) as client:
+        reg = await fetch_registry(client, args.tenant)
         summary = Summary(tenant=reg.tenant, dry_run=args.dry_run)
         present = {r.doc_id for r in reg.documents}
         for doc_id in args.doc_ids:
@@ -290,5 +315,5 @@ async def remote_rm(
                 summary.removed += 1
             else:
                 summary.merge(await _delete(client, doc_id))
-        await _record_run(client, "rm", summary)
+        await record_run(client, "rm", summary)
     return summary

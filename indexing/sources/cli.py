@@ -21,6 +21,7 @@ from indexing.runner import indexing_settings, open_indexer
 from indexing.sources.folders import FOLDER
 from indexing.sources.s3 import parse_root
 from indexing.sources.sync import SourceRun, parse_every, sync_sources
+from indexing.sources.via_server import ServerIndexer
 from indexing.usage import UsageError, check_usage, parse_meta
 from service.cli import emit, with_pool
 from service.config import Settings
@@ -238,10 +239,17 @@ def cmd_sources_sync(args: argparse.Namespace, settings: Settings) -> int:
         from service.db.pool import open_pool
 
         pool = await open_pool(settings)
+        server = find_server(settings.state_dir) if settings.index.backend == "edge" else None
+
+        async def opener() -> tuple[Any, Any]:
+            if server is not None:  # `ragline serve` holds the index: go through it
+                return await ServerIndexer.open(server, args.tenant, pool)
+            return await open_indexer(settings, dry_run=args.dry_run, pool=pool)
+
         try:
             return await sync_sources(
                 pool,
-                lambda: open_indexer(settings, dry_run=args.dry_run, pool=pool),
+                opener,
                 args.tenant,
                 name=args.name,
                 prune=args.prune,

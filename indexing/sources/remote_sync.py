@@ -23,8 +23,6 @@ from service.db.documents import DocRow, registered
 from service.db.sources import ObjectState, SourceRow, forget_objects, object_states, save_objects
 from service.ingest.documents import LoadError, SourceDoc
 from service.ingest.links import doc_link
-from service.ingest.pipeline import Indexer
-from service.ingest.plan import hash_salt
 from service.ingest.summary import Failure, Progress, Summary
 
 
@@ -83,7 +81,7 @@ class _Counter:
 
 
 async def sync_remote(
-    indexer: Indexer,
+    indexer: Any,
     src: SourceRow,
     fetcher: Fetcher,
     *,
@@ -91,10 +89,12 @@ async def sync_remote(
     dry_run: bool,
     progress: Progress,
     listed: Sequence[RemoteObject],
+    salt: str,
 ) -> Summary:
+    """`indexer`: an `Indexer`, or a `ServerIndexer` when `ragline serve` holds the index."""
     tenant = src.tenant_id
     opts = src.options
-    params = params_digest(opts, hash_salt(indexer.embedder))
+    params = params_digest(opts, salt)
     async with indexer.pool.acquire() as conn:
         states = await object_states(conn, tenant, src.name)
         known = await registered(conn, tenant)
@@ -169,7 +169,7 @@ async def sync_remote(
     def in_scope(row: DocRow) -> bool:
         return row.origin.startswith(prefix) and row.doc_id not in ids
 
-    summary = await indexer.add(
+    summary: Summary = await indexer.add(
         tenant,
         docs(),
         allow=opts.get("allow") or [],

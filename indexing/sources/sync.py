@@ -21,11 +21,13 @@ from indexing.progress import BarProgress
 from indexing.sources.folders import FOLDER, RootPlan, scan
 from indexing.sources.remote_sync import Fetcher, sync_remote
 from indexing.sources.s3 import S3Fetcher
+from indexing.sources.via_server import ServerIndexer
 from indexing.sources.web import WebFetcher
 from indexing.usage import UsageError
 from service.db import sources as db
 from service.db.tenants import require_tenant
 from service.ingest.pipeline import Indexer
+from service.ingest.plan import hash_salt
 from service.ingest.summary import Failure, Summary
 
 _EVERY = re.compile(r"^(\d+)\s*([smhd])$")
@@ -55,7 +57,7 @@ def fetcher_for(src: db.SourceRow) -> Fetcher:
 
 
 async def _sync_folder(
-    indexer: Indexer, src: db.SourceRow, *, prune: bool, dry_run: bool, show: bool
+    indexer: Indexer | ServerIndexer, src: db.SourceRow, *, prune: bool, dry_run: bool, show: bool
 ) -> Summary:
     opts = src.options
     root = Path(src.root)
@@ -85,21 +87,29 @@ async def _sync_folder(
 
 
 async def _sync_one(
-    indexer: Indexer, src: db.SourceRow, *, prune: bool, dry_run: bool, show: bool
+    indexer: Indexer | ServerIndexer, src: db.SourceRow, *, prune: bool, dry_run: bool, show: bool
 ) -> Summary:
     if src.kind == FOLDER:
         return await _sync_folder(indexer, src, prune=prune, dry_run=dry_run, show=show)
     fetcher = fetcher_for(src)
     listed = await asyncio.to_thread(fetcher.listing)
     with BarProgress(len(listed), src.name, enabled=None if show else False) as bar:
+        salt = indexer.salt if isinstance(indexer, ServerIndexer) else hash_salt(indexer.embedder)
         return await sync_remote(
-            indexer, src, fetcher, prune=prune, dry_run=dry_run, progress=bar, listed=listed
+            indexer,
+            src,
+            fetcher,
+            prune=prune,
+            dry_run=dry_run,
+            progress=bar,
+            listed=listed,
+            salt=salt,
         )
 
 
 async def sync_sources(
     pool: asyncpg.Pool,
-    open_indexer: Callable[[], Awaitable[tuple[Indexer, Any]]],
+    open_indexer: Callable[[], Awaitable[tuple[Indexer | ServerIndexer, Any]]],
     tenant: str,
     *,
     name: str | None,

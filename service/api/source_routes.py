@@ -46,7 +46,7 @@ class ClientRun(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """A client's whole run (`index add --url`): what it saw, including files that failed on
     its side and never reached the service, so the service's record agrees with the CLI."""
 
-    kind: Literal["add", "rm"]
+    kind: Literal["add", "rm", "sync"]
     summary: Summary
 
 

@@ -115,6 +115,20 @@ async def test_index_add_goes_through_the_running_server(
     code, rm, _ = await ragline(capsys, "index", "rm", "--tenant", "viaserve", "a.md", "--json")
     assert code == 0 and rm["removed"] == 1
 
+    # sources sync goes through the server too (a second folder source, synced by name)
+    notes = tmp_path / "notes"
+    write(notes, "c.md", "# Gamma\n\nGamma builds are signed by the release captain.\n")
+    code, _, err = await ragline(capsys, "sources", "add", "notes", "--tenant", "viaserve",
+                                 "--root", str(notes), "--public")  # fmt: skip
+    assert code == 0, err
+    code, runs, err = await ragline(capsys, "sources", "sync", "notes", "--tenant", "viaserve",
+                                    "--json")  # fmt: skip
+    assert code == 0, err
+    assert (runs[0]["source"], runs[0]["summary"]["added"]) == ("notes", 1)
+    code, runs, _ = await ragline(capsys, "sources", "sync", "notes", "--tenant", "viaserve",
+                                  "--json")  # fmt: skip
+    assert code == 0 and runs[0]["summary"]["unchanged"] == 1
+
     # an unknown tenant is a usage error, found before anything is sent
     code, _, err = await ragline(capsys, "index", "add", str(docs), "--tenant", "nobody",
                                  "--public")  # fmt: skip
