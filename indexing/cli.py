@@ -24,10 +24,11 @@ from indexing.sources.folders import (
 )
 from indexing.usage import UsageError, parse_meta, usage_checked
 from service import telemetry
-from service.cli import command_group, emit
+from service.cli import command_group, emit, with_pool
 from service.config import Settings
 from service.db import sources as db_sources
 from service.db.documents import registered
+from service.db.pool import open_pool
 from service.db.tenants import require_tenant
 from service.ingest.pipeline import Indexer
 from service.ingest.relink import rename_documents
@@ -46,8 +47,6 @@ async def index_add(
     settings: Settings, args: argparse.Namespace, *, show_progress: bool | None = None
 ) -> Summary:
     """Check the tenant and record source roots first (fast), then load the model and index."""
-    from service.db.pool import open_pool
-
     selection = _selection(args)
     roots = [Path(p) for p in args.paths]
     pool = await open_pool(settings)
@@ -145,7 +144,6 @@ def _remote(args: argparse.Namespace, settings: Settings) -> Target | None:
 
 async def _tenant_exists(settings: Settings, tenant: str) -> None:
     """Before anything slow (the model, the index): an unknown tenant is a usage error."""
-    from service.cli import with_pool
 
     async def go(conn: Any) -> int:
         await require_tenant(conn, tenant)

@@ -27,6 +27,7 @@ from service.cli import emit, with_pool
 from service.config import Settings
 from service.db import sources as db
 from service.db.documents import registered
+from service.db.pool import open_pool
 from service.db.tenants import require_tenant
 from service.ingest.links import URL_STYLES
 from service.ingest.relink import rename_documents
@@ -161,8 +162,6 @@ def cmd_sources_set(args: argparse.Namespace, settings: Settings) -> int:
     new_root = Path(args.root).resolve() if args.root else None
 
     async def go() -> int:
-        from service.db.pool import open_pool
-
         pool = await open_pool(settings)
         try:
             async with pool.acquire() as conn:
@@ -175,6 +174,18 @@ def cmd_sources_set(args: argparse.Namespace, settings: Settings) -> int:
             if new_root is not None:
                 if src.kind != FOLDER:
                     raise UsageError("--root applies to folder sources")
+                async with pool.acquire() as conn:
+                    others = [
+                        r
+                        for r in await db.list_sources(conn, args.tenant)
+                        if r.kind == FOLDER and r.name != args.name
+                    ]
+                for r in others:
+                    if new_root.is_relative_to(r.root) or Path(r.root).is_relative_to(new_root):
+                        raise UsageError(
+                            f"{new_root} overlaps the source {r.name!r} (root {r.root}):"
+                            " one folder's documents would have two ids"
+                        )
                 old_root = Path(src.root)
                 mine = [d.doc_id for d in docs.values() if Path(d.origin).is_relative_to(old_root)]
                 pairs = rebase(mine, old_root, new_root)
@@ -236,8 +247,6 @@ def cmd_sources_sync(args: argparse.Namespace, settings: Settings) -> int:
     show = not args.json and sys.stderr.isatty()
 
     async def once() -> list[SourceRun]:
-        from service.db.pool import open_pool
-
         pool = await open_pool(settings)
         server = find_server(settings.state_dir) if settings.index.backend == "edge" else None
 

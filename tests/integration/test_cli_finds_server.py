@@ -129,6 +129,18 @@ async def test_index_add_goes_through_the_running_server(
                                   "--json")  # fmt: skip
     assert code == 0 and runs[0]["summary"]["unchanged"] == 1
 
+    # widening a root through the server: the document moves to its new id, nothing re-embedded
+    code, _, err = await ragline(capsys, "sources", "set", "notes", "--tenant", "viaserve",
+                                 "--root", str(tmp_path))  # fmt: skip
+    assert code == 2 and "overlaps the source 'docs'" in err
+    code, _, err = await ragline(capsys, "sources", "rm", "docs", "--tenant", "viaserve")
+    assert code == 0, err
+    code, out, err = await ragline(capsys, "sources", "set", "notes", "--tenant", "viaserve",
+                                   "--root", str(tmp_path))  # fmt: skip
+    assert code == 0 and "1 documents moved" in out, err
+    code, ls, _ = await ragline(capsys, "index", "ls", "--tenant", "viaserve", "--json")
+    assert "notes/c.md" in {r["doc_id"] for r in ls} and "c.md" not in {r["doc_id"] for r in ls}
+
     # an unknown tenant is a usage error, found before anything is sent
     code, _, err = await ragline(capsys, "index", "add", str(docs), "--tenant", "nobody",
                                  "--public")  # fmt: skip
