@@ -55,7 +55,7 @@ async def index_add(
             await require_tenant(conn, args.tenant)
             recorded = await db_sources.list_sources(conn, args.tenant)
             known = await registered(conn, args.tenant)
-        plan = plan_roots(args.tenant, roots, recorded)
+        plan = plan_roots(args.tenant, roots, recorded, known.values())
         if not args.dry_run:
             async with pool.acquire() as conn:
                 for row in plan.new:

@@ -146,7 +146,7 @@ async def _folders(
     recorded = msgspec.json.decode(
         _check(await client.get("/v1/index/sources")), type=list[SourceRow]
     )
-    plan = plan_roots(reg.tenant, roots, recorded)
+    plan = plan_roots(reg.tenant, roots, recorded, (_row(r) for r in reg.documents))
     if not args.dry_run:
         for row in plan.new:
             body = {"name": row.name, "kind": row.kind, "root": row.root}

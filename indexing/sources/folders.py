@@ -46,9 +46,28 @@ def _name_for(folder: Path, taken: set[str]) -> str:
     return name
 
 
-def plan_roots(tenant: str, paths: Sequence[Path], recorded: Sequence[SourceRow]) -> RootPlan:
-    """The source root of each PATH, recording a new one where none contains it."""
+def inferred_roots(known: Iterable[DocRow]) -> list[Path]:
+    """The folders older versions indexed (their ids were relative to the PATH argument): a
+    document from `/a/src/en/x.md` with id `en/x.md` was indexed from `/a/src`."""
+    roots = set()
+    for row in known:
+        origin = row.origin
+        whole_file = origin.startswith("/") and Path(origin).suffix.lower() not in JSONL
+        if whole_file and origin.endswith("/" + row.doc_id):
+            roots.add(Path(origin[: -len(row.doc_id) - 1]))
+    return sorted(roots, key=lambda p: len(p.parts))
+
+
+def plan_roots(
+    tenant: str,
+    paths: Sequence[Path],
+    recorded: Sequence[SourceRow],
+    known: Iterable[DocRow] = (),
+) -> RootPlan:
+    """The source root of each PATH, recording a new one where none contains it: the widest
+    folder an older version indexed that contains PATH, else PATH's folder."""
     folders = [r for r in recorded if r.kind == FOLDER]
+    earlier = inferred_roots(known) if not folders else []
     taken = {r.name for r in recorded}
     out: list[Root | None] = []
     new: list[SourceRow] = []
@@ -63,6 +82,7 @@ def plan_roots(tenant: str, paths: Sequence[Path], recorded: Sequence[SourceRow]
             out.append(_root(max(holders, key=lambda r: len(Path(r.root).parts))))
             continue
         folder = path if path.is_dir() else path.parent
+        folder = next((r for r in earlier if folder.is_relative_to(r)), folder)
         inside = [r for r in candidates if Path(r.root).is_relative_to(folder)]
         if inside:
             r = inside[0]

@@ -4,7 +4,7 @@ re-embedding them (a recorded root, or a moved one)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 from litestar import Request, Response, get, post
@@ -30,11 +30,11 @@ class Conflict(ClientError):
 
 
 class NewSource(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    name: str
-    kind: str = "folder"
-    root: str
+    name: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+    kind: Literal["folder", "s3", "web"] = "folder"
+    root: Annotated[str, msgspec.Meta(min_length=1, max_length=4000)]
     base_url: str = ""
-    url_style: str = "dir"
+    url_style: Literal["dir", "html", "keep"] = "dir"
     options: dict[str, Any] = msgspec.field(default_factory=dict)
 
 

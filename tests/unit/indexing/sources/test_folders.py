@@ -79,6 +79,17 @@ def test_id_moves_rename_drop_and_refuse(tmp_path: Path) -> None:
     assert [(s.doc_id, o) for s, o in clash.collisions] == [("index.md", str(other))]
 
 
+def test_an_older_index_gives_the_root(tmp_path: Path) -> None:
+    """Upgraded from ids relative to the PATH argument: one file of a folder indexed whole
+    records that folder, so its document keeps its id."""
+    src = _tree(tmp_path)
+    old = DocRow(doc_id="en/staging.md", content_hash="h", acl=[], version=1, chunk_count=1,
+                 status="indexed", origin=str(src / "en" / "staging.md"))  # fmt: skip
+    plan = plan_roots("t", [src / "en" / "staging.md"], [], [old])
+    assert [r.root for r in plan.new] == [str(src)]
+    assert plan_roots("t", [src / "en" / "staging.md"], [], []).new[0].root == str(src / "en")
+
+
 def test_rebase(tmp_path: Path) -> None:
     src = tmp_path / "src"
     assert rebase(["staging.md"], src / "en", src) == {"staging.md": "en/staging.md"}
