@@ -49,7 +49,8 @@ async def index_add(
     """Check the tenant and record source roots first (fast), then load the model and index."""
     selection = _selection(args)
     roots = [Path(p) for p in args.paths]
-    pool = await open_pool(settings)
+    with telemetry.span("open_database"):
+        pool = await open_pool(settings)
     try:
         async with pool.acquire() as conn:
             await require_tenant(conn, args.tenant)

@@ -19,6 +19,7 @@ from service.errors import ClientError
 from service.ingest.relink import RenameRefused, rename_documents
 from service.ingest.summary import Summary
 from service.runtime import Runtime
+from service.telemetry.naming import route_name
 
 AnyRequest = Request[Any, Any, Any]
 
@@ -55,14 +56,14 @@ def _json(data: Any) -> Response[bytes]:
 
 
 def source_handlers() -> list[HTTPRouteHandler]:
-    @get("/v1/index/sources")
+    @get("/v1/index/sources", opt=route_name("index_sources"))
     async def get_sources(request: AnyRequest, state: State) -> Response[bytes]:
         rt: Runtime = state.runtime
         principal = await index_principal(request, state)
         async with rt.pool.acquire() as conn:
             return _json(await list_sources(conn, principal.tenant_id))
 
-    @post("/v1/index/sources", status_code=201)
+    @post("/v1/index/sources", status_code=201, opt=route_name("index_source_add"))
     async def post_source(request: AnyRequest, state: State) -> Response[bytes]:
         rt: Runtime = state.runtime
         principal = await index_principal(request, state)
@@ -75,7 +76,7 @@ def source_handlers() -> list[HTTPRouteHandler]:
             raise Conflict(str(exc), code="source_exists") from None
         return Response(msgspec.json.encode(row), media_type="application/json", status_code=201)
 
-    @post("/v1/index/renames", status_code=200)
+    @post("/v1/index/renames", status_code=200, opt=route_name("index_rename"))
     async def post_renames(request: AnyRequest, state: State) -> Response[bytes]:
         rt: Runtime = state.runtime
         principal = await index_principal(request, state)
@@ -87,7 +88,7 @@ def source_handlers() -> list[HTTPRouteHandler]:
             raise Conflict(str(exc), code="doc_id_taken") from None
         return _json({"renamed": moved})
 
-    @post("/v1/index/runs", status_code=201)
+    @post("/v1/index/runs", status_code=201, opt=route_name("index_run"))
     async def post_run(request: AnyRequest, state: State) -> Response[bytes]:
         rt: Runtime = state.runtime
         principal = await index_principal(request, state)
