@@ -1,4 +1,4 @@
-"""`ragline index …`, `ragline bench index` and `ragline demo`, plugged into `ragline`."""
+"""`ragline index …`, `ragline sources …` and `ragline demo`, plugged into `ragline`."""
 
 from __future__ import annotations
 
@@ -11,25 +11,28 @@ from typing import Any
 
 import msgspec
 
+from indexing.args import UsageError, parse_meta, usage_checked
 from indexing.loaders import Selection, estimate_documents, prune_scope, read_sources
 from indexing.progress import BarProgress, print_rows, show_summary
-from indexing.runner import indexing_settings, open_indexer
-from indexing.sources.cli import register_sources
-from indexing.sources.folders import (
+from indexing.remote import remote_add, remote_rm, unreachable
+from indexing.roots import (
     IdMoves,
     announce_sources,
     id_moves,
     plan_roots,
     scan,
 )
-from indexing.usage import UsageError, parse_meta, usage_checked
+from indexing.runner import indexing_settings, open_indexer
+from indexing.sources.cli import register_sources
 from service import telemetry
-from service.cli import command_group, emit, with_pool
+from service.cli import cmd_serve, emit, with_pool
 from service.config import Settings
 from service.db import sources as db_sources
-from service.db.documents import registered
+from service.db.documents import list_documents, registered, tenant_stats
+from service.db.keys import create_key
 from service.db.pool import open_pool
-from service.db.tenants import require_tenant
+from service.db.runs import last_runs
+from service.db.tenants import create_tenant, require_tenant
 from service.ingest.pipeline import Indexer
 from service.ingest.relink import rename_documents
 from service.ingest.summary import Change, Failure, Summary
@@ -185,8 +188,6 @@ def cmd_index_add(args: argparse.Namespace, settings: Settings) -> int:
     settings = indexing_settings(settings, args.threads)
     remote = _remote(args, settings)
     if remote is not None:
-        from indexing.remote import remote_add, unreachable
-
         if remote.local:
             asyncio.run(_tenant_exists(settings, args.tenant))
         with unreachable(remote.url):
@@ -203,8 +204,6 @@ def cmd_index_add(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_index_rm(args: argparse.Namespace, settings: Settings) -> int:
     remote = _remote(args, settings)
     if remote is not None:
-        from indexing.remote import remote_rm, unreachable
-
         if remote.local:
             asyncio.run(_tenant_exists(settings, args.tenant))
         with unreachable(remote.url):
@@ -228,9 +227,6 @@ def cmd_index_rm(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_index_ls(args: argparse.Namespace, settings: Settings) -> int:
-    from service.cli import with_pool
-    from service.db.documents import list_documents
-
     async def go(conn: Any) -> int:
         rows = [
             {
@@ -251,10 +247,6 @@ def cmd_index_ls(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_index_status(args: argparse.Namespace, settings: Settings) -> int:
-    from service.cli import with_pool
-    from service.db.documents import tenant_stats
-    from service.db.runs import last_runs
-
     async def go(conn: Any) -> int:
         runs = await last_runs(conn)
         rows = []
@@ -330,9 +322,6 @@ def _show_status(rows: list[dict[str, Any]]) -> None:
 
 def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     """Index the sample corpus for tenant `demo`, create a key, print how to ask, serve."""
-    from service.cli import cmd_serve, with_pool
-    from service.db.keys import create_key
-    from service.db.tenants import create_tenant
 
     async def setup() -> str:
         holder: dict[str, Any] = {}
@@ -431,10 +420,6 @@ def register(sub: Any) -> None:
     status.set_defaults(func=cmd_index_status)
 
     register_sources(sub)
-
-    from indexing.bench import register_bench
-
-    register_bench(command_group(sub, "bench", "benchmarks"))
 
     demo = sub.add_parser("demo", help="index the sample corpus for tenant 'demo' and serve it")
     demo.add_argument("--host")

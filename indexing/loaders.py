@@ -1,7 +1,7 @@
 """Find and read source files: folders are walked, `--include`/`--exclude` globs select files,
 and each file is read by the reader for its extension (see `indexing.readers`).
 
-Document ids are the path relative to the source root (`indexing.sources.folders`: recorded
+Document ids are the path relative to the source root (`indexing.roots`: recorded
 once, so indexing one file or its whole tree gives the same id) or the record id (JSONL).
 A file's link is its source's base URL mapped onto that path, or the path itself.
 Globs match the relative path (`*` also crosses `/`), the file name, or any parent folder, so

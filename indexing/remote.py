@@ -21,10 +21,10 @@ from urllib.parse import quote
 import httpx
 import msgspec
 
+from indexing.args import parse_meta
 from indexing.loaders import Selection, estimate_documents, prune_scope, read_sources
 from indexing.progress import BarProgress
-from indexing.sources.folders import Found, announce_sources, id_moves, plan_roots, scan
-from indexing.usage import parse_meta
+from indexing.roots import Found, announce_sources, id_moves, plan_roots, scan
 from service.db.documents import DocRow
 from service.db.sources import SourceRow
 from service.errors import UpstreamError

@@ -9,6 +9,8 @@ import msgspec
 
 from service import telemetry
 from service.config import Settings
+from service.db.pool import open_pool
+from service.embed.loader import load_embedder
 from service.ingest.pipeline import Indexer, IngestOptions
 from service.ingest.relink import scrub_server_paths
 from service.runtime import limit_native_threads, open_index
@@ -28,9 +30,6 @@ async def open_indexer(
 ) -> tuple[Indexer, Any]:
     """An indexer on the embedded index; a dry run never opens the index. A given pool stays
     open (its owner closes it)."""
-    from service.db.pool import open_pool
-    from service.embed.loader import load_embedder
-
     limit_native_threads(settings.embedder.threads)
     with telemetry.span("load_embedder"):
         embedder = await asyncio.to_thread(load_embedder, settings)

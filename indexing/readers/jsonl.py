@@ -13,8 +13,8 @@ import msgspec
 
 from indexing.readers.common import acl_value
 from service.ingest.documents import LoadError, SourceDoc
-from service.ingest.uris import public_uri
 from service.text.lang import detect_lang
+from service.text.uris import public_uri
 
 
 class _Record(msgspec.Struct, kw_only=True):

@@ -11,8 +11,8 @@ import yaml
 from indexing.readers.common import EmptyDocument, acl_value
 from service.ingest.chunking import strip_anchor
 from service.ingest.documents import SourceDoc
-from service.ingest.uris import is_url
 from service.text.lang import detect_lang
+from service.text.uris import is_url
 
 
 def split_front_matter(text: str) -> tuple[dict[str, Any], str]:

@@ -16,19 +16,20 @@ from typing import Any
 
 import httpx
 
+from indexing.args import UsageError, check_usage, parse_meta
 from indexing.progress import print_rows, show_summary
+from indexing.roots import FOLDER
 from indexing.runner import indexing_settings, open_indexer
-from indexing.sources.folders import FOLDER
 from indexing.sources.s3 import parse_root
 from indexing.sources.sync import SourceRun, parse_every, sync_sources
 from indexing.sources.via_server import ServerIndexer
-from indexing.usage import UsageError, check_usage, parse_meta
 from service.cli import emit, with_pool
 from service.config import Settings
 from service.db import sources as db
 from service.db.documents import registered
 from service.db.pool import open_pool
 from service.db.tenants import require_tenant
+from service.embed.loader import load_embedder
 from service.ingest.links import URL_STYLES
 from service.ingest.relink import rename_documents
 from service.local_server import TENANT_HEADER, find_server
@@ -231,7 +232,6 @@ async def _rename(settings: Settings, pool: Any, tenant: str, pairs: list[tuple[
             if resp.status_code >= 400:
                 raise UsageError(f"renaming refused: {resp.text[:300]}")
         return
-    from service.embed.loader import load_embedder
 
     dim = (await asyncio.to_thread(load_embedder, settings)).dim
     index = await asyncio.to_thread(open_index, settings, dim)

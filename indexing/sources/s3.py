@@ -25,7 +25,7 @@ def parse_root(root: str) -> tuple[str, str]:
 
 class S3Fetcher:
     def __init__(self, src: SourceRow, client: Any = None) -> None:
-        import boto3
+        import boto3  # noqa: PLC0415 - heavy, and only S3 sources need it
 
         self.src = src
         self.bucket, self.prefix = parse_root(src.root)

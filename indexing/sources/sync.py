@@ -16,14 +16,14 @@ from typing import Any
 import asyncpg
 import msgspec
 
+from indexing.args import UsageError
 from indexing.loaders import Root, Selection, estimate_documents, prune_scope, read_sources
 from indexing.progress import BarProgress
-from indexing.sources.folders import FOLDER, RootPlan, scan
+from indexing.roots import FOLDER, RootPlan, scan
 from indexing.sources.remote_sync import Fetcher, sync_remote
 from indexing.sources.s3 import S3Fetcher
 from indexing.sources.via_server import ServerIndexer
 from indexing.sources.web import WebFetcher
-from indexing.usage import UsageError
 from service.db import sources as db
 from service.db.tenants import require_tenant
 from service.ingest.pipeline import Indexer

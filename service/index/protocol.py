@@ -8,8 +8,9 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
-from service.ingest.uris import public_uri
+from service.config import RESERVED_PAYLOAD
 from service.text.bm25 import SparseVec
+from service.text.uris import public_uri
 
 _POINT_NS = uuid.UUID("6f1c3c1e-7b0a-4d59-9a53-2f8f6b1f0a11")
 
@@ -93,11 +94,6 @@ class SearchQuery(msgspec.Struct, kw_only=True):
     """K of the `saturating` formula: BM25 enters as bm25 / (bm25 + K)."""
     bm25_scale: float = 4.5
     """S of the `per_term` formula: BM25 enters as bm25 / (S · distinct query terms)."""
-
-
-RESERVED_PAYLOAD = frozenset(
-    {"tenant_id", "doc_id", "chunk_ix", "acl", "title", "text", "source_uri", "lang", "doc_version"}
-)
 
 
 def chunk_from_payload(payload: dict[str, Any], dense: list[float], sparse: SparseVec) -> Chunk:

@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 from service.ingest.chunking import ChunkText
 from service.ingest.documents import SourceDoc
-from service.ingest.uris import public_uri
+from service.text.uris import public_uri
 
 URL_STYLES = ("dir", "html", "keep")
 _EXPLICIT = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*\{[^}]*#([\w.:-]+)[^}]*\}\s*$", re.MULTILINE)

@@ -25,7 +25,7 @@ from service.index.protocol import VectorIndex
 from service.ingest.chunking import chunk_document
 from service.ingest.documents import SourceDoc
 from service.ingest.links import chunk_links
-from service.ingest.uris import is_server_path, public_uri
+from service.text.uris import is_server_path, public_uri
 
 
 class RenameRefused(ValueError):

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+import indexing.runner
 from service.cli import main
 from tests.helpers import make_key, write
 
@@ -43,9 +44,7 @@ def _no_model(*_: Any, **__: Any) -> Any:
 async def test_usage_errors_exit_2_before_any_work(
     cli_env: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import service.embed.loader
-
-    monkeypatch.setattr(service.embed.loader, "load_embedder", _no_model)
+    monkeypatch.setattr(indexing.runner, "load_embedder", _no_model)
     docs = cli_env / "docs"
     write(docs, "a.md", "# A\n\nSome text.\n")
     assert (await ragline(capsys, "tenants", "create", "usage"))[0] == 0

@@ -14,6 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
+from indexing.loaders import Root, Source, list_sources, read_sources
+from service.ingest.pipeline import Indexer
+from service.ingest.relink import scrub_server_paths
 from tests.helpers import auth, make_key, write
 
 pytestmark = pytest.mark.integration
@@ -24,10 +27,6 @@ QUERY = "When does the walrus ferry leave the harbour?"
 async def test_no_response_contains_a_server_path(
     runtime: Any, http: httpx.AsyncClient, tmp_path: Path
 ) -> None:
-    from indexing.loaders import Root, Source, list_sources, read_sources
-    from service.ingest.pipeline import Indexer
-    from service.ingest.relink import scrub_server_paths
-
     src = tmp_path / "srv" / "content"
     write(src, "ferry.md", "# Ferry\n\n## Timetable\n\nThe walrus ferry leaves the harbour at 7.\n")
     write(

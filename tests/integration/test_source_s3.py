@@ -11,9 +11,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
+from moto.server import ThreadedMotoServer
 
+from indexing.sources.s3 import S3Fetcher
 from service.cli import main
+from service.index.edge import EdgeIndex
 from tests.files import make_pdf
 from tests.serving import free_port
 
@@ -22,8 +26,6 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def s3_url(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    from moto.server import ThreadedMotoServer
-
     for k, v in {
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
@@ -64,11 +66,6 @@ async def test_bucket_indexes_and_resyncs_incrementally(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import boto3
-
-    from indexing.sources.s3 import S3Fetcher
-    from service.index.edge import EdgeIndex
-
     fetched: list[str] = []
     real_fetch = S3Fetcher.fetch
 

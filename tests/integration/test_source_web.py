@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from service.cli import main
+from service.index.edge import EdgeIndex
 
 pytestmark = pytest.mark.integration
 
@@ -114,8 +115,6 @@ def robots(state: Site) -> None:
 async def test_sitemap_site_syncs_conditionally(
     site: tuple[str, Site], cli_env: Path, embedder: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from service.index.edge import EdgeIndex
-
     url, state = site
     robots(state)
     state.page("/docs/ferry.html", "Ferry", "The walrus ferry leaves the harbour at seven.")

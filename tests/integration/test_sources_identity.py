@@ -15,7 +15,12 @@ from typing import Any
 
 import pytest
 
+from indexing.loaders import Source, read_sources
 from service.cli import main
+from service.db.pool import open_pool
+from service.index.edge import EdgeIndex
+from service.ingest.pipeline import Indexer
+from service.ingest.plan import hash_salt
 from tests.files import make_pdf
 from tests.helpers import write
 
@@ -60,8 +65,6 @@ def make_tree(root: Path) -> Path:
 
 
 async def open_edge(state: Path, embedder: Any) -> Any:
-    from service.index.edge import EdgeIndex
-
     return await asyncio.to_thread(
         EdgeIndex.open, state / "index" / "ragline_chunks", dim=embedder.dim
     )
@@ -137,11 +140,6 @@ async def test_an_older_index_migrates_without_re_embedding(
 ) -> None:
     """What an older version left: ids relative to the PATH argument (`staging.md` from
     `index add src/en/staging.md`), the server path as link and in the content hash."""
-    from indexing.loaders import Source, read_sources
-    from service.db.pool import open_pool
-    from service.ingest.pipeline import Indexer
-    from service.ingest.plan import hash_salt
-
     src = make_tree(cli_env)
     assert (await ragline(capsys, "tenants", "create", "legacy"))[0] == 0
     path = src / "en" / "staging.md"

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from indexing.args import UsageError
 from indexing.loaders import Root, list_sources
 from indexing.progress import grouped
+from indexing.roots import id_moves, plan_roots
 from indexing.sources.cli import rebase
-from indexing.sources.folders import id_moves, plan_roots
 from indexing.sources.sync import parse_every
-from indexing.usage import UsageError
 from service.db.documents import DocRow
 from service.db.sources import SourceRow
 from service.ingest.summary import Failure

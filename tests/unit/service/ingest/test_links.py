@@ -7,7 +7,7 @@ import pytest
 from service.ingest.chunking import ChunkText
 from service.ingest.documents import SourceDoc
 from service.ingest.links import chunk_links, doc_link, explicit_anchors, page_starts, slugify
-from service.ingest.uris import is_server_path, public_uri
+from service.text.uris import is_server_path, public_uri
 
 pytestmark = pytest.mark.unit
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import msgspec
 
+from indexing.args import UsageError
 from indexing.loaders import Root, Selection, Skipped, Source, list_sources
 from indexing.readers import JSONL
-from indexing.usage import UsageError
 from service.db.documents import DocRow
 from service.db.sources import SourceRow
 from service.ingest.documents import LoadError

@@ -1,4 +1,5 @@
-"""Usage errors of the indexing commands, found before any work: `ragline` exits 2."""
+"""Arguments of `ragline index …` and `ragline sources …` that the local and the remote path
+read alike, and their usage errors, found before any work (`ragline` exits 2)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ class UsageError(Exception):
 
 
 def parse_meta(pairs: list[str] | None) -> dict[str, Any]:
+    """`--meta KEY=VALUE` pairs as a dict."""
     out: dict[str, Any] = {}
     for pair in pairs or []:
         key, sep, value = pair.partition("=")
