@@ -53,6 +53,8 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     }
     if args.s3:
         opts.update(endpoint_url=args.endpoint_url or "", region=args.region or "")
+    if args.git:
+        opts.update(ref=args.ref or "HEAD")
     if args.sitemap or args.crawl:
         opts.update(mode="sitemap" if args.sitemap else "crawl", delay=args.delay)
         opts.update(max_pages=args.max_pages)
@@ -60,10 +62,15 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _kind_root(args: argparse.Namespace) -> tuple[str, str]:
-    given = [x for x in (args.root, args.s3, args.sitemap, args.crawl) if x]
+    given = [x for x in (args.root, args.s3, args.sitemap, args.crawl, args.git) if x]
     if len(given) != 1:
         raise UsageError("give exactly one of --root DIR, --s3 s3://bucket/prefix,"
-                         " --sitemap URL, --crawl URL")  # fmt: skip
+                         " --sitemap URL, --crawl URL, --git REPO")  # fmt: skip
+    if args.git:
+        repo = Path(args.git)
+        if not (repo / ".git").exists() and not (repo / "HEAD").exists():
+            raise UsageError(f"--git {args.git}: not a Git repository")
+        return "git", str(repo.resolve())
     if args.root:
         root = Path(args.root)
         if not root.is_dir():
@@ -325,6 +332,8 @@ def register_sources(sub: Any) -> None:
     add.add_argument("--s3", metavar="URI", help="s3://bucket/prefix (credentials: boto3's chain)")
     add.add_argument("--endpoint-url", help="an S3-compatible server (MinIO, R2, Ceph…)")
     add.add_argument("--region")
+    add.add_argument("--git", metavar="REPO", help="a Git repository's files at --ref")
+    add.add_argument("--ref", help="branch, tag or commit of --git (default HEAD)")
     add.add_argument("--sitemap", metavar="URL", help="a website's sitemap.xml")
     add.add_argument("--crawl", metavar="URL", help="a website crawled from URL (same host)")
     add.add_argument("--delay", type=float, default=0.5, help="seconds between web requests")

@@ -20,6 +20,7 @@ from indexing.args import UsageError
 from indexing.loaders import Root, Selection, estimate_documents, prune_scope, read_sources
 from indexing.progress import BarProgress
 from indexing.roots import FOLDER, RootPlan, scan
+from indexing.sources.git import GitFetcher
 from indexing.sources.remote_sync import Fetcher, sync_remote
 from indexing.sources.s3 import S3Fetcher
 from indexing.sources.via_server import ServerIndexer
@@ -53,6 +54,8 @@ def fetcher_for(src: db.SourceRow) -> Fetcher:
         return S3Fetcher(src)
     if src.kind == "web":
         return WebFetcher(src)
+    if src.kind == "git":
+        return GitFetcher(src)
     raise ValueError(f"no fetcher for {src.kind!r} sources")
 
 

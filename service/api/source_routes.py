@@ -32,7 +32,7 @@ class Conflict(ClientError):
 
 class NewSource(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     name: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
-    kind: Literal["folder", "s3", "web"] = "folder"
+    kind: Literal["folder", "s3", "web", "git"] = "folder"
     root: Annotated[str, msgspec.Meta(min_length=1, max_length=4000)]
     base_url: str = ""
     url_style: Literal["dir", "html", "keep"] = "dir"

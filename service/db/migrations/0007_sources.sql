@@ -3,8 +3,8 @@
 CREATE TABLE sources (
     tenant_id    text NOT NULL REFERENCES tenants ON DELETE CASCADE,
     name         text NOT NULL,
-    kind         text NOT NULL CHECK (kind IN ('folder', 's3', 'web')),
-    root         text NOT NULL,  -- an absolute folder, s3://bucket/prefix, or a site URL
+    kind         text NOT NULL CHECK (kind IN ('folder', 's3', 'web', 'git')),
+    root         text NOT NULL,  -- a folder, s3://bucket/prefix, a site URL, or a repository
     base_url     text NOT NULL DEFAULT '',
     url_style    text NOT NULL DEFAULT 'dir' CHECK (url_style IN ('dir', 'html', 'keep')),
     options      jsonb NOT NULL DEFAULT '{}',  -- what `sources sync` passes: allow, public, meta…
