@@ -1,9 +1,10 @@
 """A website as a source: its pages by sitemap, or by a crawl that stays on the start URL's
 host and under its path.
 
-Polite by default: robots.txt is honoured (for Ragline's user agent), requests are spaced by
-`delay` seconds, and a crawl stops at `max_pages`. The main text of each page is extracted by
-trafilatura (navigation, headers and footers dropped), as for local HTML files. A sitemap run
+Polite by default: robots.txt is honoured (for Ragline's user agent, its Crawl-delay too),
+requests are spaced by `delay` seconds, and a crawl stops at `max_pages`. The main text of each
+page is extracted by trafilatura (navigation, headers and footers dropped), as for local HTML
+files. A sitemap run
 asks for each page conditionally (`If-None-Match`, `If-Modified-Since`), so unchanged pages are
 not downloaded again; a crawl fetches pages to find their links, and unchanged ones are still
 not re-embedded (same content hash). A page links to its own URL.
@@ -85,6 +86,9 @@ class WebFetcher:
             else:
                 robots.parse([])
             self._robots = robots
+            asked = robots.crawl_delay(USER_AGENT)
+            if asked is not None:  # the site's Crawl-delay, if longer than ours
+                self.delay = max(self.delay, float(asked))
         return self._robots.can_fetch(USER_AGENT, url)
 
     # ------------------------------------------------------------------ identity
