@@ -28,6 +28,7 @@ from service import telemetry
 from service.cli import cmd_serve, emit, with_pool
 from service.config import Settings
 from service.db import sources as db_sources
+from service.db.audit import cli_actor, record
 from service.db.documents import list_documents, registered, tenant_stats
 from service.db.keys import create_key
 from service.db.pool import open_pool
@@ -95,11 +96,32 @@ async def index_add(
                 )
             summary.merge(before)
             summary.skipped.extend(Failure(path=s.path, reason=s.reason) for s in found.skipped)
+            extra = {"allow": sorted(args.allow or []), "public": args.public, "prune": args.prune}
+            await _audit(indexer, args.tenant, "documents.add", summary, extra)
             return summary
         finally:
             await close()
     finally:
         await pool.close()
+
+
+async def _audit(
+    indexer: Indexer, tenant: str, action: str, summary: Summary, extra: dict[str, Any]
+) -> None:
+    """An indexing run from the CLI in the audit log: counts and the ACL given, never paths or
+    text (service/db/audit.py)."""
+    if summary.dry_run or not (summary.added or summary.updated or summary.removed):
+        return
+
+    counts = {f: getattr(summary, f) for f in ("added", "updated", "removed", "failed")}
+    async with indexer.pool.acquire() as conn:
+        await record(
+            conn,
+            tenant_id=tenant,
+            actor=cli_actor(),
+            action=action,
+            details=counts | extra | {"run_id": summary.run_id},
+        )
 
 
 async def _apply_moves(indexer: Indexer, args: argparse.Namespace, moves: IdMoves) -> Summary:
@@ -219,7 +241,10 @@ def cmd_index_rm(args: argparse.Namespace, settings: Settings) -> int:
         indexer, close = await open_indexer(settings, dry_run=args.dry_run)
         try:
             with telemetry.span("sync", doc_ids=len(args.doc_ids)):
-                return await indexer.remove(args.tenant, args.doc_ids, dry_run=args.dry_run)
+                summary = await indexer.remove(args.tenant, args.doc_ids, dry_run=args.dry_run)
+            extra = {"doc_ids": list(args.doc_ids)[:1000]}
+            await _audit(indexer, args.tenant, "documents.remove", summary, extra)
+            return summary
         finally:
             await close()
 
