@@ -38,6 +38,8 @@ class AnswerResponse(msgspec.Struct, kw_only=True):
     timings_ms: dict[str, float]
     degraded: list[str]
     groundedness: float | None = None
+    abstained: bool = False
+    confidence: float | None = None
 
 
 class SearchResponse(msgspec.Struct, kw_only=True):

@@ -12,6 +12,7 @@ from typing import Any
 
 import msgspec
 
+from service.answerability import model_version as answerability_version
 from service.config import Settings
 from service.index.filters import FilterSpec
 
@@ -68,6 +69,7 @@ def answer_version(retrieval: str, settings: Settings, generator: object) -> str
             settings.generator,
             getattr(generator, "name", type(generator).__name__),
             str(getattr(generator, "prompt_version", "")),
+            answerability_version(),
         ]
     )
     return "a" + digest(blob)[:12]

@@ -14,6 +14,7 @@ import msgspec
 import regex
 from markdown_it import MarkdownIt
 
+from service.text.markdown import strip_directives
 from service.text.sentences import split_sentences
 
 CountTokens = Callable[[Sequence[str]], list[int]]
@@ -99,7 +100,7 @@ def chunk_document(
     max_tokens: int = 256,
     target: int = 200,
 ) -> list[ChunkText]:
-    sections = markdown_sections(text) if markdown else [([], text)]
+    sections = markdown_sections(strip_directives(text)) if markdown else [([], text)]
     chunks: list[ChunkText] = []
     for headings, body in sections:
         head = ChunkText(text="", headings=headings).title(title)

@@ -13,19 +13,22 @@ from typing import Any
 import msgspec
 
 from service import telemetry
+from service.answerability import Decision, answer_confidence, decide
 from service.config import Settings
 from service.errors import RaglineError
-from service.generate.extractive import ExtractiveGenerator
+from service.generate.extractive import NO_ANSWER, ExtractiveGenerator
 from service.generate.prompt import PROMPT_VERSION
 from service.generate.protocol import GenerationRecord, Generator, Passage, citations_in
 from service.generate.router import GeneratorRouter
 from service.identity import Principal
 from service.index.filters import FilterSpec
 from service.index.protocol import Hit
+from service.pipeline.abstain import abstention
 from service.pipeline.budget import Budget
 from service.pipeline.events import Done, Error, Event, Meta, Source, Sources, Token, Usage
 from service.pipeline.generation import generate
 from service.pipeline.ground import Grounder
+from service.pipeline.language import prefer_language
 from service.pipeline.retrieve import Retriever
 from service.pipeline.trim import trim
 
@@ -67,6 +70,8 @@ class Prepared(msgspec.Struct, kw_only=True):
     tenant_id: str = ""
     request_class: str = "answer"
     context: str = ""
+    answerability: Decision | None = None
+    """Whether the sources answer the question; not answerable: abstain, no generator."""
 
 
 class AnswerPipeline:
@@ -108,11 +113,12 @@ class AnswerPipeline:
         )
         t = self.settings.trim  # before numbering: S1…Sn are the passages the generator sees
         hits = trim(
-            hits,
+            prefer_language(query, hits),
             budget_tokens=t.context_tokens,
             duplicate_threshold=t.duplicate_threshold,
             merge=t.merge_neighbours,
         )
+        decision = decide(query, hits) if self.settings.generator.abstain else None
         return Prepared(
             request_id=request_id,
             query=query,
@@ -124,6 +130,7 @@ class AnswerPipeline:
             tenant_id=principal.tenant_id,
             request_class=request_class,
             context=context,
+            answerability=decision,
         )
 
     async def events(self, p: Prepared) -> AsyncIterator[Event]:
@@ -131,6 +138,10 @@ class AnswerPipeline:
         telemetry.note_cache(p.cache)
         yield Meta(request_id=p.request_id, cache=p.cache)
         yield Sources(sources=p.sources)
+        if p.answerability is not None and not p.answerability.answerable:
+            async for event in abstention(p.answerability, budget):
+                yield event
+            return
         passages = [
             Passage(id=s.id, title=h.title, text=h.text)
             for s, h in zip(p.sources, p.hits, strict=True)
@@ -180,6 +191,8 @@ class AnswerPipeline:
             timings_ms=dict(budget.timings_ms, total=round(budget.elapsed_ms(), 3)),
             degraded=list(budget.degraded),
             groundedness=grounded,
+            abstained=answer == NO_ANSWER,
+            confidence=answer_confidence(p.answerability, p.query, answer, answer == NO_ANSWER),
         )
 
     def _chain_of(self, generator: Generator, fallback: Generator | None = None) -> GeneratorRouter:
