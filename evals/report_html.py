@@ -140,6 +140,11 @@ def _plots(report: Report) -> str:
     ]
     if grounded:
         charts.append(histogram(grounded, title="Groundedness per answer"))
+    confident = [q.confidence for q in report.questions if q.confidence is not None]
+    if confident:
+        charts.append(
+            histogram(confident, title="Confidence per answer", x_label="done.confidence")
+        )
     for dim in ("suite", "lang", "answerable", "split"):
         groups = report.slices.get(dim)
         if not groups:
