@@ -14,6 +14,7 @@ import regex
 from service.answerability import content_terms
 from service.generate.protocol import GenerationRecord, Passage
 from service.generate.select import select
+from service.text.markdown import is_block
 
 NO_ANSWER = "The sources do not answer this question."
 _PIECE = regex.compile(r"\S+\s*")
@@ -23,6 +24,20 @@ def pick_sentences(question: str, passages: Sequence[Passage], limit: int) -> li
     """(sentence, source id) pairs that answer the question, at most `limit` (see
     service.generate.select: IDF-weighted coverage, the trusted passage first, no padding)."""
     return select(content_terms(question), passages, limit)
+
+
+def render(picked: Sequence[tuple[str, str]]) -> str:
+    """Cited units as Markdown: sentences run on with a space; a block (code, list, table)
+    keeps its lines, stands apart, and has its citation on the line after it."""
+    out = ""
+    prev_block = False
+    for n, (unit, sid) in enumerate(picked):
+        block = is_block(unit)
+        if n:
+            out += "\n\n" if block or prev_block else " "
+        out += f"{unit}\n[{sid}]" if block else f"{unit} [{sid}]"
+        prev_block = block
+    return out
 
 
 class ExtractiveGenerator:
@@ -43,7 +58,7 @@ class ExtractiveGenerator:
         record: GenerationRecord | None = None,
     ) -> AsyncIterator[str]:
         picked = pick_sentences(question, passages, self.max_sentences)
-        text = " ".join(f"{s} [{sid}]" for s, sid in picked) if picked else NO_ANSWER
+        text = render(picked) if picked else NO_ANSWER
         pieces = _PIECE.findall(text)
         if record is not None:
             record.generator = self.name

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import msgspec
 
 from service.generate.protocol import Passage
-from service.text.sentences import split_sentences
+from service.text.markdown import units
 from service.text.terms import match_terms
 
 PASSAGE_PRIOR = 0.12
@@ -41,7 +41,7 @@ class Candidate(msgspec.Struct, kw_only=True):
 def candidates(passages: Sequence[Passage]) -> list[Candidate]:
     out = []
     for rank, p in enumerate(passages):
-        for pos, sent in enumerate(split_sentences(p.text)):
+        for pos, sent in enumerate(units(p.text)):
             out.append(
                 Candidate(
                     rank=rank, pos=pos, text=sent, source=p.id, terms=frozenset(match_terms(sent))

@@ -19,7 +19,7 @@ from service.ingest.chunking import ChunkText, chunk_document
 from service.ingest.documents import SourceDoc
 from service.text.bm25 import SparseVec, doc_vector
 
-CHUNKER_VERSION = "1"
+CHUNKER_VERSION = "2"  # 2: MkDocs directives removed; code, lists, tables keep lines
 TOMBSTONE_SPARSE = SparseVec([], [])
 
 

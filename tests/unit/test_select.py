@@ -61,3 +61,51 @@ def test_mkdocs_include_directives_are_removed() -> None:
     md = "Use it:\n\n{* ../../docs_src/cors/tutorial001_py310.py hl[2,6:11] *}\n\nThen run.\n"
     assert strip_directives(md) == "Use it:\n\n\n\nThen run.\n"
     assert strip_directives('--8<-- "snippet.md"\ntext') == "\ntext"
+
+
+MD = """Install it first.
+
+```console
+$ pip install "fastapi[standard]"
+
+$ fastapi dev main.py
+```
+
+You can declare:
+
+- a path parameter
+- a query parameter
+
+Then run it. It reloads on changes."""
+
+
+def test_blocks_keep_code_lists_and_prose_apart() -> None:
+    from service.text.markdown import blocks, units
+
+    kinds = [k for k, _ in blocks(MD)]
+    assert kinds == ["para", "code", "para", "list", "para"]
+    assert blocks(MD)[1][1].count("\n") == 4  # the blank line inside the fence stays
+    assert units(MD)[-2:] == ["Then run it.", "It reloads on changes."]
+
+
+def test_extractive_answer_keeps_a_code_block_and_a_list() -> None:
+    from service.generate.extractive import render
+
+    code = '```console\n$ pip install "fastapi[standard]"\n```'
+    text = render([("Install it first.", "S1"), (code, "S1"), ("- a\n- b", "S2")])
+    assert text == f"Install it first. [S1]\n\n{code}\n[S1]\n\n- a\n- b\n[S2]"
+
+
+def test_chunks_keep_markdown_blocks_on_their_own_lines() -> None:
+    from indexing.chunking import chunk_document
+
+    chunks = chunk_document(
+        MD, title="T", markdown=True, count_tokens=lambda ts: [len(t.split()) + 2 for t in ts]
+    )
+    assert len(chunks) == 1
+    text = chunks[0].text
+    assert (
+        '\n\n```console\n$ pip install "fastapi[standard]"\n\n$ fastapi dev main.py\n```\n\n'
+        in text
+    )
+    assert "\n\n- a path parameter\n- a query parameter\n\n" in text
