@@ -1,13 +1,13 @@
 """Sentence selection for the extractive answer: the sentences that answer, not padding.
 
-Each candidate sentence (from the passages the generator sees, best-ranked first) is scored by
-the IDF-weighted share of the question's content terms it holds. IDF is local: over the
-candidate sentences themselves, so a term every sentence shares (the page's topic) counts little
-and the term that singles out the answer counts most. A prior favours the passage the ranking
-trusts most and early sentences. Selection is greedy by marginal gain: a further sentence must
-add question terms not yet covered (or continue the chosen passage right after a chosen
-sentence while it still matches the question), and selection stops when the question is
-covered or nothing adds enough, instead of padding to the limit.
+Each candidate unit (a sentence, or a whole code block, list or table) from the passages the
+generator sees is scored by the IDF-weighted share of the question's content terms it holds
+(identifiers split: `CORSMiddleware` holds "middleware"). IDF is local, over the candidates
+themselves, so a term every sentence shares (the page's topic) counts little and the term that
+singles out the answer counts most. A strong prior favours the passage the ranking trusts most,
+a small one early sentences. Selection is greedy: half of a sentence's score is what it adds
+over the terms already covered; it stops as soon as the question is covered instead of padding
+to the limit. The constants were chosen on the dev halves (CLAPnq F1, XQuAD-en containment).
 """
 
 from __future__ import annotations
@@ -22,10 +22,13 @@ from service.generate.protocol import Passage
 from service.text.markdown import units
 from service.text.terms import match_terms
 
-PASSAGE_PRIOR = 0.12
+PASSAGE_PRIOR = 0.6
 POSITION_PRIOR = 0.02
-MIN_GAIN = 0.1
-"""A further sentence must add this share of the question's (weighted) terms."""
+MIN_GAIN = 0.0
+"""A further sentence must add this share of the question's (weighted) terms (0: any it
+holds); chosen on the dev halves (CLAPnq F1, XQuAD containment), like the priors."""
+MARGINAL = 0.5
+"""Weight of the terms a sentence adds over those already covered (the rest: all it holds)."""
 COVERED = 0.9
 """Stop once this share of the question's weight is covered."""
 
@@ -79,10 +82,16 @@ def select(
             if not matched:
                 continue
             gain = sum(weights[t] for t in matched - covered) / total
+            full = sum(weights[t] for t in matched) / total
             follows = (c.rank, c.pos) in after
             if chosen and gain < MIN_GAIN and not follows:
                 continue
-            score = gain + PASSAGE_PRIOR / (1 + c.rank) + POSITION_PRIOR / (1 + c.pos)
+            score = (
+                MARGINAL * gain
+                + (1 - MARGINAL) * full
+                + PASSAGE_PRIOR / (1 + c.rank)
+                + POSITION_PRIOR / (1 + c.pos)
+            )
             if follows:
                 score += MIN_GAIN
             if best is None or score > best[0]:
