@@ -47,6 +47,13 @@ HINGLISH_STOP = frozenset(
     " sakti hum mujhe mera meri mere apna apne apni koi kuch jaise jab tak sabse nahi nahin diya"
     " gaya raha rahe rahi batao bataiye".split()
 )
+# Hindi question words and auxiliaries beyond BM25's stop words: they say what is asked, not
+# what about, so they are not content terms (they match any Hindi page).
+HINDI_QUESTION_STOP = frozenset(
+    "कितना कितने कितनी किसने किसको किसका किसकी किसके कब कहां कहाँ कौनसा कौनसी कौन सा सी"
+    " होते होती होता हुआ हुई हुए जाता जाती जाते सबसे बहुत सकते सकता सकती चाहिए करें करूं"
+    " करूँ करे बनाएं बनाते बताएं मैं हम आप अपने".split()
+)
 # Words of the list that are also English words never mark a question as Hinglish.
 _ALSO_ENGLISH = frozenset("ki ka ko ye wo hum tak raha kar koi".split())
 
@@ -68,6 +75,10 @@ class Signals(msgspec.Struct, kw_only=True):
 def _feature(s: Signals, name: str) -> float:
     if name == "log_bm25_per_term":
         return math.log1p(max(s.bm25_per_term, 0.0))
+    if name == "log_bm25":
+        return math.log1p(max(s.bm25_per_term, 0.0) * max(s.terms, 1))
+    if name == "log_terms":
+        return math.log1p(s.terms)
     if name == "rerank":
         return s.rerank if s.rerank is not None else 0.0
     return float(getattr(s, name))
@@ -87,7 +98,8 @@ def question_lang(question: str) -> str:
 
 def content_terms(text: str) -> set[str]:
     """The question's stemmed content terms, without romanized Hindi function words."""
-    return set(bm25_terms(" ".join(w for w in words(text) if w not in HINGLISH_STOP)))
+    kept = (w for w in words(text) if w not in HINGLISH_STOP and w not in HINDI_QUESTION_STOP)
+    return set(bm25_terms(" ".join(kept)))
 
 
 def compute(question: str, hits: Sequence[Hit]) -> Signals:
@@ -183,7 +195,19 @@ def decide(question: str, hits: Sequence[Hit], model: Model | None = None) -> De
     return Decision(answerable=p >= logit.threshold, probability=p, model=name, signals=sig)
 
 
-CONFIDENCE_FEATURES = ["logit_answerable", "answer_coverage", "log_answer_terms", "sentences"]
+CONFIDENCE_FEATURES = [
+    "logit_answerable",
+    "answer_coverage",
+    "log_answer_terms",
+    "sentences",
+    "factoid",
+    "dense_top",
+]
+_FACTOID = regex.compile(
+    r"^\s*(who|whom|whose|when|where|which|how (many|much|long|old|far|tall|big)|what (year|date|"
+    r"time|day|month|percentage|number|is the name)|in what|in which)\b",
+    regex.IGNORECASE,
+)
 
 
 def answer_features(decision: Decision, question: str, answer: str) -> list[float]:
@@ -194,18 +218,30 @@ def answer_features(decision: Decision, question: str, answer: str) -> list[floa
     terms = match_terms(text)
     coverage = len(q_terms & terms) / len(q_terms) if q_terms else 0.0
     sentences = len(split_sentences(text)) if text.strip() else 0
-    return [math.log(p / (1 - p)), coverage, math.log1p(len(bm25_terms(text))), float(sentences)]
+    factoid = float(bool(_FACTOID.match(question)))
+    return [
+        math.log(p / (1 - p)),
+        coverage,
+        math.log1p(len(bm25_terms(text))),
+        float(sentences),
+        factoid,
+        decision.signals.dense_top,
+    ]
 
 
 def answer_confidence(
-    decision: Decision | None, question: str, answer: str, abstained: bool
+    decision: Decision | None,
+    question: str,
+    answer: str,
+    abstained: bool,
+    model: Model | None = None,
 ) -> float | None:
     """How likely the answer (or the abstention) is right, 0..1; None without a decision."""
     if decision is None:
         return None
     if abstained:
         return round(1.0 - decision.probability, 4)
-    model = load_model()
+    model = model or load_model()
     if model.confidence is None:
         return round(decision.probability, 4)
     xs = answer_features(decision, question, answer)

@@ -101,9 +101,14 @@ def test_shipped_model_is_loadable_and_sane() -> None:
     assert set(model.models) == {"dense", "lexical"}
     for logit in model.models.values():
         assert 0 < logit.threshold < 1
-        weak = Signals(lang="en", dense_top=0.05, coverage=0.0, sentence_coverage=0.0)
+        weak = Signals(lang="en", dense_top=0.05, coverage=0.0, sentence_coverage=0.0, terms=4)
         strong = Signals(
-            lang="en", dense_top=0.8, bm25_per_term=6.0, coverage=1.0, sentence_coverage=1.0
+            lang="en",
+            dense_top=0.8,
+            bm25_per_term=6.0,
+            coverage=1.0,
+            sentence_coverage=1.0,
+            terms=4,
         )
         assert logit.probability(weak) < logit.threshold < logit.probability(strong)
 
