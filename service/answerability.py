@@ -54,6 +54,12 @@ HINDI_QUESTION_STOP = frozenset(
     " होते होती होता हुआ हुई हुए जाता जाती जाते सबसे बहुत सकते सकता सकती चाहिए करें करूं"
     " करूँ करे बनाएं बनाते बताएं मैं हम आप अपने".split()
 )
+# English function words BM25 keeps (possessives, quantifiers): not what a question is about.
+ENGLISH_QUESTION_STOP = frozenset(
+    "my me mine our ours us yours his hers any some all also just more most very much many"
+    " one get got".split()
+)
+_QUESTION_STOP = HINGLISH_STOP | HINDI_QUESTION_STOP | ENGLISH_QUESTION_STOP
 # Words of the list that are also English words never mark a question as Hinglish.
 _ALSO_ENGLISH = frozenset("ki ka ko ye wo hum tak raha kar koi".split())
 
@@ -98,7 +104,7 @@ def question_lang(question: str) -> str:
 
 def content_terms(text: str) -> set[str]:
     """The question's stemmed content terms, without romanized Hindi function words."""
-    kept = (w for w in words(text) if w not in HINGLISH_STOP and w not in HINDI_QUESTION_STOP)
+    kept = (w for w in words(text) if w not in _QUESTION_STOP)
     return set(bm25_terms(" ".join(kept)))
 
 

@@ -54,6 +54,32 @@ TASKS_HI = """# बैकग्राउंड टास्क
 """
 
 
+# Other pages of the same site: a documentation tenant has more than the two pages asked about
+# (BM25's IDF needs a collection to be meaningful).
+OTHER_PAGES = {
+    "path-params": "You can declare path parameters with the same syntax used by Python format "
+    "strings. The value of the path parameter item_id will be passed to your function.",
+    "query-params": "When you declare other function parameters that are not part of the path "
+    "parameters, they are automatically interpreted as query parameters.",
+    "request-body": "A request body is data sent by the client to your API. To declare a request "
+    "body, you use Pydantic models.",
+    "testing": "Use the TestClient to test your application. Create a TestClient by passing your "
+    "application to it and call it like you would call requests.",
+    "docker": "Build a container image with a Dockerfile that installs the requirements and runs "
+    "the application with the fastapi command.",
+    "security": "OAuth2 with password flow and bearer tokens: the client sends the username and "
+    "password and gets a token back.",
+    "static-files": "You can serve static files automatically from a directory using "
+    "StaticFiles, mounted on a path of the application.",
+    "websockets": "You can use WebSockets in your application: declare a websocket endpoint, "
+    "accept the connection, then receive and send messages.",
+    "settings": "Read settings from environment variables with Pydantic Settings: declare a "
+    "class with the fields and their default values.",
+    "errors": "To return HTTP responses with errors to the client you use HTTPException, for "
+    "example with the status code 404 when an item is not found.",
+}
+
+
 @pytest.fixture(scope="module")
 async def docs_key(runtime: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
     root = tmp_path_factory.mktemp("abstain-docs")
@@ -61,8 +87,10 @@ async def docs_key(runtime: Any, tmp_path_factory: pytest.TempPathFactory) -> st
     write(root, "en/background-tasks.md", TASKS_EN)
     write(root, "hi/cors.md", CORS_HI)
     write(root, "hi/background-tasks.md", TASKS_HI)
+    for name, text in OTHER_PAGES.items():
+        write(root, f"en/{name}.md", f"# {name.replace('-', ' ').title()}\n\n{text}\n")
     summary = await index_files(runtime, "abstain-docs", root, public=True)
-    assert summary.failed == 0 and summary.added == 4, summary.errors
+    assert summary.failed == 0 and summary.added == 4 + len(OTHER_PAGES), summary.errors
     return await make_key(runtime, "abstain-docs", "uma", [])
 
 
