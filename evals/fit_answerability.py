@@ -48,6 +48,7 @@ from service.generate.protocol import Passage
 from service.index.protocol import Hit
 from service.pipeline.budget import Budget
 from service.pipeline.trim import trim
+from service.runtime import Runtime
 
 SUITES = ("clapnq", "xquad-en", "scifact", "docs")
 LEXICAL_FEATURES = ["coverage", "sentence_coverage", "log_terms"]
@@ -72,8 +73,6 @@ class Row(msgspec.Struct, kw_only=True):
 
 
 async def collect(data: Path, suites: Sequence[str], config: str | None) -> list[Row]:
-    from service.runtime import Runtime
-
     settings = load_settings(config)
     # offline, on a busy machine: no stage deadline may cut a signal short (a late embedder
     # would leave BM25 alone, which the service does only when it is late)

@@ -1,5 +1,6 @@
 """Streaming plumbing: SSE with keep-alives, a stream that always closes its source, cancel on
-client disconnect for non-streaming answers, and the `Server-Timing` header.
+client disconnect for non-streaming answers, and the `Server-Timing` header. (A non-streaming
+answer is gathered by the operation itself: `service.ops.answer.AnswerRun.result`.)
 
 Litestar cancels a streaming response when the client disconnects, but leaves the iterator
 suspended (an `async for` never closes what it iterates); `EventStream` closes it, so the
@@ -9,7 +10,7 @@ pipeline's `finally` blocks (closing the upstream generation) run at once, not a
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Mapping
 from typing import Any, TypeVar
 
 import anyio
@@ -20,8 +21,8 @@ from litestar.response.streaming import ASGIStreamingResponse
 from litestar.types import Receive, Send
 
 from service.api.sse import KEEPALIVE, SSE_HEADERS, encode_event
-from service.errors import DeadlineExceeded, RaglineError, UpstreamError
-from service.pipeline.events import Done, Error, Event, Source, Sources, Token
+from service.errors import RaglineError
+from service.pipeline.events import Event
 
 T = TypeVar("T")
 _END = object()
@@ -40,7 +41,9 @@ def server_timing(timings_ms: Mapping[str, float]) -> str:
     return ", ".join(f"{name};dur={ms:.1f}" for name, ms in timings_ms.items())
 
 
-async def with_keepalive(source: AsyncIterator[bytes], interval_s: float) -> AsyncIterator[bytes]:
+async def with_keepalive(
+    source: AsyncGenerator[bytes, None], interval_s: float
+) -> AsyncIterator[bytes]:
     """Yield `source`'s chunks (those ready together joined into one), and an SSE comment after
     each `interval_s` of silence.
 
@@ -56,9 +59,7 @@ async def with_keepalive(source: AsyncIterator[bytes], interval_s: float) -> Asy
         except Exception as exc:  # handed to the consumer, which raises it
             await queue.put(exc)
         finally:
-            aclose = getattr(source, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            await source.aclose()
         await queue.put(_END)
 
     task = asyncio.create_task(produce())
@@ -99,7 +100,7 @@ async def with_keepalive(source: AsyncIterator[bytes], interval_s: float) -> Asy
             task.exception()  # retrieved: a failure was already handed to the consumer
 
 
-async def sse_bytes(events: AsyncIterator[Event]) -> AsyncIterator[bytes]:
+async def sse_bytes(events: AsyncIterator[Event]) -> AsyncGenerator[bytes, None]:
     async for event in events:
         yield encode_event(event)
 
@@ -111,6 +112,7 @@ class _ClosingStreamingResponse(ASGIStreamingResponse):
         try:
             await super().send_body(send, receive)
         finally:
+            # Litestar's iterator may be a sync one it wrapped: only async generators close
             aclose = getattr(self.iterator, "aclose", None)
             if aclose is not None:
                 await aclose()
@@ -126,7 +128,10 @@ class ClosingStream(Stream):
 
 
 def event_stream(
-    chunks: AsyncIterator[bytes], *, keepalive_s: float, headers: Mapping[str, str] | None = None
+    chunks: AsyncGenerator[bytes, None],
+    *,
+    keepalive_s: float,
+    headers: Mapping[str, str] | None = None,
 ) -> ClosingStream:
     """An SSE response over `chunks` with keep-alives and no proxy buffering."""
     return ClosingStream(
@@ -160,31 +165,3 @@ async def cancel_on_disconnect(request: Request[Any, Any, Any], work: Awaitable[
         if not task.done():
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
-
-
-class Collected:
-    """A whole answer gathered from its events (non-streaming responses)."""
-
-    def __init__(self, sources: list[Source], done: Done) -> None:
-        self.sources = sources
-        self.done = done
-
-
-async def collect(events: AsyncIterator[Event]) -> Collected:
-    """Gather the events of one answer; an `error` event becomes the matching HTTP problem."""
-    sources: list[Source] = []
-    done: Done | None = None
-    async for event in events:
-        if isinstance(event, Error):
-            if event.code == DeadlineExceeded.code:
-                raise DeadlineExceeded(event.message)
-            raise UpstreamError(event.message, code=event.code)
-        if isinstance(event, Sources):
-            sources = event.sources
-        elif isinstance(event, Done):
-            done = event
-        elif isinstance(event, Token):
-            continue
-    if done is None:
-        raise UpstreamError("the answer ended without a result", code="generator_failed")
-    return Collected(sources, done)

@@ -15,21 +15,22 @@ import msgspec
 from service import telemetry
 from service.answerability import Decision, answer_confidence, decide
 from service.config import Settings
-from service.errors import RaglineError
-from service.generate.extractive import NO_ANSWER, ExtractiveGenerator
+from service.errors import InvalidRequest, RaglineError, UpstreamError
+from service.generate.extractive import NO_ANSWER
 from service.generate.prompt import PROMPT_VERSION
-from service.generate.protocol import GenerationRecord, Generator, Passage, citations_in
+from service.generate.protocol import GenerationRecord, Passage, citations_in
 from service.generate.router import GeneratorRouter
 from service.identity import Principal
 from service.index.filters import FilterSpec
 from service.index.protocol import Hit
 from service.pipeline.abstain import abstention
 from service.pipeline.budget import Budget
-from service.pipeline.events import Done, Error, Event, Meta, Source, Sources, Token, Usage
+from service.pipeline.events import Done, Event, Meta, Source, Sources, Token, Usage
 from service.pipeline.generation import generate
 from service.pipeline.ground import Grounder
 from service.pipeline.language import prefer_language
-from service.pipeline.retrieve import Retriever
+from service.pipeline.operation import ANSWER
+from service.pipeline.retrieve import Retrieval
 from service.pipeline.trim import trim
 
 log = logging.getLogger("ragline.pipeline")
@@ -59,7 +60,9 @@ def number_sources(hits: Sequence[Hit]) -> list[Source]:
     ]
 
 
-class Prepared(msgspec.Struct, kw_only=True):
+class PreparedAnswer(msgspec.Struct, kw_only=True):
+    """An answer retrieved, trimmed and numbered, ready for its generator."""
+
     request_id: str
     query: str
     hits: list[Hit]
@@ -68,26 +71,30 @@ class Prepared(msgspec.Struct, kw_only=True):
     cache: str
     budget: Any  # Budget
     tenant_id: str = ""
-    request_class: str = "answer"
+    operation: str = ANSWER
     context: str = ""
     answerability: Decision | None = None
     """Whether the sources answer the question; not answerable: abstain, no generator."""
+
+    def timings_so_far(self) -> dict[str, float]:
+        """Stage times known before the stream starts (retrieval)."""
+        budget: Budget = self.budget
+        return dict(budget.timings_ms)
 
 
 class AnswerPipeline:
     def __init__(
         self,
-        retriever: Retriever,
-        generator: Generator | GeneratorRouter,
+        retriever: Retrieval,
+        router: GeneratorRouter,
         settings: Settings,
-        fallback: Generator | None = None,
         grounder: Grounder | None = None,
     ) -> None:
+        """`router` picks each request's generator chain (`GeneratorRouter.of(gen, fallback)`
+        for one fixed chain)."""
         self.retriever = retriever
         self.settings = settings
-        if not isinstance(generator, GeneratorRouter):
-            generator = self._chain_of(generator, fallback)
-        self.router = generator
+        self.router = router
         self.grounder = grounder or Grounder.from_settings(settings.grounding, None)
 
     async def prepare(
@@ -99,10 +106,19 @@ class AnswerPipeline:
         top_k: int,
         max_tokens: int,
         request_id: str,
-        request_class: str = "answer",
+        operation: str = ANSWER,
         context: str = "",
-    ) -> Prepared:
-        """Retrieve under the budget; `context` (condensed earlier turns) widens the search."""
+        idempotency_key: str | None = None,
+        body_digest: str = "",
+    ) -> PreparedAnswer:
+        """Retrieve under the budget; `context` (condensed earlier turns) widens the search.
+
+        The bare pipeline keeps no idempotency records (the runtime's `CachingPipeline` does):
+        a request with an idempotency key is refused rather than silently not protected."""
+        if idempotency_key is not None:
+            raise InvalidRequest(
+                "idempotency keys need the answer cache", code="idempotency_unavailable"
+            )
         budget = Budget(self.settings.budget.ttft_ms)
         hits = await self.retriever.retrieve(
             principal,
@@ -119,7 +135,7 @@ class AnswerPipeline:
             merge=t.merge_neighbours,
         )
         decision = decide(query, hits) if self.settings.generator.abstain else None
-        return Prepared(
+        return PreparedAnswer(
             request_id=request_id,
             query=query,
             hits=hits,
@@ -128,12 +144,12 @@ class AnswerPipeline:
             cache="miss",
             budget=budget,
             tenant_id=principal.tenant_id,
-            request_class=request_class,
+            operation=operation,
             context=context,
             answerability=decision,
         )
 
-    async def events(self, p: Prepared) -> AsyncIterator[Event]:
+    async def events(self, p: PreparedAnswer) -> AsyncIterator[Event]:
         budget: Budget = p.budget
         telemetry.note_cache(p.cache)
         yield Meta(request_id=p.request_id, cache=p.cache)
@@ -150,7 +166,7 @@ class AnswerPipeline:
         record = GenerationRecord()
         try:
             async for piece in generate(
-                self.router.chain(p.tenant_id, p.request_class),
+                self.router.chain(p.tenant_id, p.operation),
                 p.query,
                 passages,
                 max_tokens=p.max_tokens,
@@ -165,11 +181,11 @@ class AnswerPipeline:
                 yield Token(text=piece)
         except RaglineError as exc:
             telemetry.note_error(exc.code)
-            yield Error(code=exc.code, message=exc.message)
+            yield exc.to_event()
             return
         except Exception as exc:  # the stream has started: report, then close cleanly
             log.error("answer failed request_id=%s: %s", p.request_id, type(exc).__name__)
-            yield Error(code="internal", message="the answer failed; it was logged")
+            yield UpstreamError("the answer failed; it was logged", code="internal").to_event()
             return
         answer = "".join(pieces).strip()
         async with budget.timed("grounding"):  # after the last token: never before the first
@@ -195,25 +211,6 @@ class AnswerPipeline:
             confidence=answer_confidence(p.answerability, p.query, answer, answer == NO_ANSWER),
         )
 
-    def _chain_of(self, generator: Generator, fallback: Generator | None = None) -> GeneratorRouter:
-        fallback = fallback or ExtractiveGenerator(self.settings.generator.max_sentences)
-        if fallback.name == generator.name:  # e.g. an extractive generator of one's own
-            return GeneratorRouter({generator.name: generator}, default=[generator.name])
-        return GeneratorRouter(
-            {generator.name: generator, fallback.name: fallback},
-            default=[generator.name, fallback.name],
-        )
-
-    @property
-    def generator(self) -> Generator:
-        """The default chain's primary: what answer caching checks for determinism."""
-        return self.router.chain()[0][0]
-
-    @generator.setter
-    def generator(self, generator: Generator) -> None:
-        """Answer with `generator` first and the extractive fallback after it."""
-        self.router = self._chain_of(generator)
-
-    def version(self, tenant_id: str = "", request_class: str = "answer") -> str:
+    def version(self, tenant_id: str = "", operation: str = ANSWER) -> str:
         """What shapes an answer besides the data (prompt and generator chain): for cache keys."""
-        return f"{PROMPT_VERSION}/{self.router.version(tenant_id, request_class)}"
+        return f"{PROMPT_VERSION}/{self.router.version(tenant_id, operation)}"

@@ -14,8 +14,9 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+from service.request_state import RequestState
 from service.telemetry.context import RequestTelemetry, _current
-from service.telemetry.core import API_ROUTES, QUIET_ROUTES, Telemetry
+from service.telemetry.core import Telemetry
 from service.telemetry.deferred import (
     RequestTrace,
     context_for,
@@ -23,32 +24,35 @@ from service.telemetry.deferred import (
     new_trace_id,
     sampled,
 )
+from service.telemetry.labels import OTHER
+from service.telemetry.naming import RouteNamer
 
 _propagator = TraceContextTextMapPropagator()
 _TRACE_HEADERS = (b"traceparent", b"tracestate")
 
 
 class TelemetryMiddleware:
-    def __init__(self, app: ASGIApp, telemetry: Telemetry) -> None:
+    def __init__(self, app: ASGIApp, telemetry: Telemetry, routes: RouteNamer) -> None:
+        """`routes(path, method)` names each request's route (`RouteNames`: from the handler
+        it will reach)."""
         self.app = app
         self.telemetry = telemetry
+        self.routes = routes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # type: ignore[comparison-overlap]
             await self.app(scope, receive, send)
             return
         tel = self.telemetry
-        path = scope["path"]
-        quiet = path in QUIET_ROUTES
-        route = QUIET_ROUTES[path] if quiet else API_ROUTES.get(path, "other")
+        state = RequestState.from_scope(scope)
         method = str(scope.get("method", "GET"))
+        route, template, quiet = self.routes(scope["path"], method)
         rec = RequestTelemetry(
             telemetry=tel,
-            request_id=str(scope.get("state", {}).get("request_id", "")),
+            request_id=state.request_id,
             route=route,
             method=method,
             started=time.perf_counter(),
-            request_class=route,
         )
         token = None
         if tel.tracer is not None and not quiet:
@@ -64,7 +68,7 @@ class TelemetryMiddleware:
             span_id = new_span_id()
             if sampled(tel.provider, parent, trace_id, name):
                 rec.trace = RequestTrace(name, trace_id, span_id, parent)
-                rec.attrs["http.route"] = path if route != "other" else "other"
+                rec.attrs["http.route"] = template if route != OTHER else OTHER
                 token = otel_context.attach(context_for(trace_id, span_id))
         rtoken = _current.set(rec)
         metrics = tel.metrics
@@ -74,7 +78,6 @@ class TelemetryMiddleware:
         if gauge is not None:
             gauge.inc()
         disconnected = False
-        state = scope["state"]  # the request-id middleware outside notes the response there
 
         async def watch_receive() -> Message:
             nonlocal disconnected
@@ -87,11 +90,11 @@ class TelemetryMiddleware:
             await self.app(scope, watch_receive, send)  # type: ignore[arg-type]
         except BaseException:
             if not rec.code:
-                rec.code = "internal" if "response_status" not in state else "interrupted"
+                rec.code = "interrupted" if state.response_status else "internal"
             raise
         finally:
-            rec.status = state.get("response_status", 0)
-            complete = state.get("response_complete", False)
+            rec.status = state.response_status  # noted by the request-id middleware outside
+            complete = state.response_complete
             if disconnected and not complete and rec.status and not rec.code:
                 rec.code = "client_disconnected"
             if gauge is not None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import regex
 
+from service.text.sentences import split_sentences
+
 _INCLUDE = regex.compile(r"\{\*[^\n]*?\*\}")
 _SNIPPET = regex.compile(r"^[ \t]*--8<--[^\n]*$", regex.MULTILINE)  # pymdownx.snippets
 
@@ -74,8 +76,6 @@ def is_block(unit: str) -> bool:
 def units(text: str) -> list[str]:
     """What an extractive answer may quote: sentences of prose, and whole blocks (code, lists,
     tables) with their lines."""
-    from service.text.sentences import split_sentences
-
     out: list[str] = []
     for kind, block in blocks(text):
         out.extend([block] if kind != "para" else split_sentences(block))
