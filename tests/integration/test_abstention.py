@@ -166,3 +166,35 @@ async def test_chat_completions_carry_the_abstention(
     assert final and final[-1]["ragline"]["abstained"] is True
     text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
     assert text == abstain_message("hi")
+
+
+async def test_translations_collapse_to_the_question_language(
+    http: httpx.AsyncClient, docs_key: str
+) -> None:
+    """en/cors.md and hi/cors.md are one page in two languages: one source, in the question's."""
+    english = await sse_events(
+        http, docs_key, {"query": "How do I enable CORS with CORSMiddleware?"}
+    )
+    docs = [s["doc_id"] for s in english[1][1]["sources"]]
+    assert docs[0] == "en/cors.md" and "hi/cors.md" not in docs
+    hindi = await sse_events(http, docs_key, {"query": "CORSMiddleware का उपयोग कैसे करें?"})
+    docs = [s["doc_id"] for s in hindi[1][1]["sources"]]
+    assert docs[0] == "hi/cors.md" and "en/cors.md" not in docs
+
+
+async def test_lang_is_a_filter(http: httpx.AsyncClient, docs_key: str) -> None:
+    for lang in ("hi", "en"):
+        resp = await http.post(
+            "/v1/search",
+            json={"query": "CORSMiddleware", "filters": {"lang": lang}, "top_k": 20},
+            headers=auth(docs_key),
+        )
+        assert resp.status_code == 200, resp.text
+        results = resp.json()["results"]
+        assert results and {r["lang"] for r in results} == {lang}
+    resp = await http.post(
+        "/v1/search",
+        json={"query": "CORS", "filters": {"lang": {"gte": 1}}},
+        headers=auth(docs_key),
+    )
+    assert resp.status_code == 422 and resp.json()["code"] == "invalid_filter"
