@@ -7,6 +7,7 @@ import pytest
 
 from evals.comparable import differences
 from evals.results import QuestionResult, Report, RunInfo, SuiteReport
+from evals.scoring import confidence_auc
 
 pytestmark = pytest.mark.unit
 
@@ -74,3 +75,19 @@ def test_each_difference_is_named() -> None:
     assert any("split" in d for d in differences(_report(split="test"), base))
     assert any("other questions" in d for d in differences(_report(ids=("a", "c")), base))
     assert any("not in the baseline" in d for d in differences(_report("xquad-en"), base))
+
+
+def test_confidence_auc_ranks_right_answers_above_wrong_ones() -> None:
+    def q(
+        answerable: bool, abstained: bool, f1: float | None, conf: float | None
+    ) -> QuestionResult:
+        r = _q("s", f"{answerable}{abstained}{f1}{conf}")
+        r.answerable, r.abstained, r.confidence = answerable, abstained, conf
+        r.scores = {} if f1 is None else {"answers.f1": f1}
+        return r
+
+    right = [q(True, False, 0.8, 0.9), q(False, True, None, 0.7)]
+    wrong = [q(True, False, 0.1, 0.2), q(False, False, None, 0.7), q(True, True, 0.0, 0.1)]
+    assert confidence_auc([*right, *wrong]) == pytest.approx((3 + 2.5) / 6)
+    assert confidence_auc(right) is None
+    assert confidence_auc([q(True, False, None, 0.9), *wrong]) is None
