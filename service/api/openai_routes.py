@@ -52,6 +52,8 @@ def _info(a: AnswerRun, done: Done, sources: list[Source]) -> RaglineInfo:
         timings_ms=done.timings_ms,
         generator=done.usage.generator,
         prompt_version=done.usage.prompt_version,
+        abstained=done.abstained,
+        confidence=done.confidence,
     )
 
 

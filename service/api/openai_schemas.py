@@ -82,6 +82,9 @@ class RaglineInfo(msgspec.Struct, kw_only=True):
     timings_ms: dict[str, float]
     generator: str
     prompt_version: str
+    abstained: bool = False
+    """The sources do not answer: the message says so in the question's language."""
+    confidence: float | None = None
 
 
 class ChatCompletion(msgspec.Struct, kw_only=True):

@@ -26,7 +26,7 @@ from service.ingest.relink import content_unchanged, needs_relink, public_link
 from service.ingest.summary import Failure, Progress, Summary
 from service.text.bm25 import SparseVec, doc_vector
 
-CHUNKER_VERSION = "1"
+CHUNKER_VERSION = "2"  # 2: MkDocs directives removed; code, lists, tables keep lines
 TOMBSTONE_SPARSE = SparseVec([], [])
 
 

@@ -73,3 +73,14 @@ def test_a_datetime_match_is_an_exact_instant() -> None:
     spec = parse_filters({"published": "2024-03-05"}, DECLARED)  # type: ignore[arg-type]
     instant = "2024-03-05T00:00:00Z"
     assert spec is not None and spec.conditions == (Range("published", gte=instant, lte=instant),)
+
+
+def test_lang_is_the_one_reserved_field_a_client_may_filter_on() -> None:
+    spec = parse_filters({"lang": "hi"}, DECLARED)  # type: ignore[arg-type]
+    assert spec is not None and spec.conditions == (Match("lang", "hi"),)
+    spec = parse_filters({"lang": {"any": ["en", "hi"]}}, DECLARED)  # type: ignore[arg-type]
+    assert spec is not None and spec.conditions == (AnyOf("lang", ("en", "hi")),)
+    for raw in ({"lang": 3}, {"lang": {"gte": "a"}}, {"doc_id": "x"}, {"tenant_id": "t"}):
+        with pytest.raises(InvalidRequest) as err:
+            parse_filters(raw, DECLARED)  # type: ignore[arg-type]
+        assert err.value.code == "invalid_filter"
