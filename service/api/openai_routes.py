@@ -45,7 +45,6 @@ def _info(a: AnswerRun, done: Done, sources: list[Source]) -> RaglineInfo:
         request_id=a.request_id,
         cache=a.cache,
         citations=done.citations,
-        abstained=not done.citations,
         groundedness=done.groundedness,
         degraded=done.degraded,
         sources=sources,
