@@ -106,13 +106,7 @@ def cmd_keys_create(args: argparse.Namespace, settings: Settings) -> int:
                 actor=cli_actor(),
                 action="key.create",
                 target=key.key_id,
-                details={
-                    "user": key.user_id,
-                    "groups": key.groups,
-                    "scopes": key.scopes,
-                    "expires_at": key.expires_at,
-                    "may_assert": key.may_assert,
-                },
+                details=key.audit_details(),
             )
 
         def show(k: Any) -> None:
