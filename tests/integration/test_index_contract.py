@@ -20,7 +20,7 @@ from service.index.engine_fusion import ENGINE_FUSIONS, EngineFusion, replay
 from service.index.filters import parse_filters
 from service.index.protocol import Chunk, Hit, SearchQuery, VectorIndex, point_id
 from service.index.qdrant import QdrantIndex
-from service.index.schema import collection_spec
+from service.index.schema import CollectionSpec, HnswSpec, collection_spec
 from service.text.bm25 import doc_vector, query_vector
 
 pytestmark = pytest.mark.integration
@@ -77,14 +77,15 @@ def chunk(tenant: str, doc_id: str, text: str, acl: list[str], meta: dict[str, A
     )
 
 
+async def open_backend(backend: str, tmp_path: Path, spec: CollectionSpec) -> Any:
+    if backend == "edge":
+        return EdgeIndex.open(tmp_path / "shard", dim=DIM, spec=spec)
+    return await QdrantIndex.open(":memory:", "contract", spec)
+
+
 @pytest.fixture(params=["edge", "qdrant-local"])
 async def index(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[VectorIndex]:
-    spec = collection_spec(DIM, FIELDS)
-    idx: Any
-    if request.param == "edge":
-        idx = EdgeIndex.open(tmp_path / "shard", dim=DIM, spec=spec)
-    else:
-        idx = await QdrantIndex.open(":memory:", "contract", spec)
+    idx = await open_backend(request.param, tmp_path, collection_spec(DIM, FIELDS))
     await idx.upsert([chunk("acme", *d) for d in DOCS])
     await idx.upsert([chunk("globex", "secret", "Globex kumquat exports rose.", ["public"], {})])
     yield idx
@@ -360,4 +361,194 @@ async def test_qdrant_brings_an_older_collections_full_scan_threshold_up_to_date
     assert [(n, kw["hnsw_config"].full_scan_threshold) for n, kw in updates] == [
         ("h", spec.hnsw.full_scan_threshold_kb)
     ]
+    await idx.close()
+
+
+# Tenant isolation of statistics (docs/security.md): nothing a tenant receives depends on
+# another tenant's data, nor on documents of its own tenant that the principal cannot see.
+
+ISOLATION_QUERIES = [
+    "when are deploy signing keys rotated",
+    "office opens nine morning",
+    "interview loops platform engineers",
+    "zebrafish protocol Tuesday",
+]
+
+
+def snapshot(hits: list[Hit]) -> list[tuple[str, float, dict[str, float]]]:
+    return [(h.id, h.score, dict(h.scores)) for h in hits]
+
+
+async def searches(
+    index: VectorIndex, groups: tuple[str, ...] = ("eng", "hr"), tenant: str = "acme"
+) -> list[Any]:
+    """Every retriever and fusion family: hybrid fused in Python, in the engine, and each alone."""
+    out = []
+    for text in ISOLATION_QUERIES:
+        for kw in (
+            {"fusion": "zscore"},
+            {"fusion": "per_term"},
+            {"fusion": "dbsf"},
+            {"dense_weight": 0.0},
+            {"sparse_weight": 0.0},
+        ):
+            q = query(text, groups=groups, tenant=tenant, limit=10, **kw)
+            if kw.get("dense_weight") == 0.0:
+                q.dense = None
+            if kw.get("sparse_weight") == 0.0:
+                q.sparse = None
+            out.append(snapshot(await index.search(q)))
+    return out
+
+
+async def test_another_tenants_writes_leave_scores_and_order_unchanged(
+    index: VectorIndex,
+) -> None:
+    before = await searches(index)
+    assert any(s for s in before)
+    # globex indexes chunks full of acme's query words, public and restricted
+    words = " ".join(ISOLATION_QUERIES).split()
+    await index.upsert(
+        [
+            chunk("globex", f"g{i}", " ".join(words[i % 7 :] + FILLER[i % 12].split()), acl, {})
+            for i in range(40)
+            for acl in (["public"] if i % 2 else ["group:eng"],)
+        ]
+    )
+    await index.delete_document("globex", "secret")
+    assert await searches(index) == before
+
+
+async def test_documents_the_principal_cannot_see_leave_its_scores_unchanged(
+    index: VectorIndex,
+) -> None:
+    """A restricted document of the same tenant changes nothing for a principal outside its
+    ACL; for one inside it, it does (so the comparison can fail)."""
+    outsider = await searches(index, groups=("sales",))
+    insider = await searches(index, groups=("eng",))
+    await index.upsert(
+        [
+            chunk("acme", f"restricted{i}", FILLER[i] + " " + ISOLATION_QUERIES[i % 4], acl, {})
+            for i in range(12)
+            for acl in (["group:eng"],)
+        ]
+    )
+    assert await searches(index, groups=("sales",)) == outsider
+    assert await searches(index, groups=("eng",)) != insider
+
+
+VOCAB = (
+    "deploy signing keys rotate release platform engineer office morning interview loop vault "
+    "audit zebrafish protocol tuesday friday bangalore cafeteria hiring team weekly standup "
+    "budget lighthouse restoration osprey kingfisher runbook queue dashboard heron tenant "
+    "latency cache index shard segment replica cluster backup restore incident pager alert "
+    "metric trace span sampling retention policy contract invoice vendor payroll laptop badge "
+    "parking visitor travel expense reimbursement holiday calendar quarterly review roadmap "
+    "milestone launch customer support ticket escalation refund warranty shipment warehouse "
+    "inventory supplier forecast revenue margin pricing discount campaign newsletter webinar"
+).split()
+
+
+def synthetic_texts(n: int, seed: int) -> list[str]:
+    """Sentences of real words, reproducible: enough chunks to put a tenant past the
+    full-scan threshold without a corpus on disk."""
+    import random
+
+    rng = random.Random(seed)
+    return [
+        " ".join(rng.choice(VOCAB) for _ in range(rng.randint(8, 24))).capitalize() + "."
+        for _ in range(n)
+    ]
+
+
+def smooth_embed(texts: list[str]) -> Any:
+    """A bag of words of fixed random directions: cosines without the hash embedder's ties (two
+    chunks tied at a cut-off are ordered by where the engine stores them, see the residuals)."""
+    import hashlib
+
+    import numpy as np
+
+    out = np.zeros((len(texts), DIM))
+    for row, text in enumerate(texts):
+        for term in text.lower().strip(".").split():
+            seed = int.from_bytes(hashlib.md5(term.encode()).digest()[:4], "little")
+            out[row] += np.random.default_rng(seed).normal(size=DIM)
+    return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def bulk(tenant: str, texts: list[str], first: int = 0) -> list[Chunk]:
+    vectors = smooth_embed(texts)
+    acls = (["public"], ["group:eng"], ["group:hr"])
+    return [
+        Chunk(
+            tenant_id=tenant,
+            doc_id=f"{tenant}-{i // 4}",
+            chunk_ix=i % 4,
+            text=t,
+            acl=acls[i % 3],
+            dense=vectors[i - first].tolist(),
+            sparse=doc_vector(t),
+        )
+        for i, t in enumerate(texts, start=first)
+    ]
+
+
+# 64 dims are 256 bytes a vector: the graph is built past ~400 vectors a segment, and a filtered
+# search walks it past ~40 matching vectors; tenant A has 3,000 (2,000 visible to the principal).
+SMALL_THRESHOLDS = HnswSpec(full_scan_threshold_kb=10, indexing_threshold_kb=100)
+BIG_QUERIES = [" ".join(VOCAB[i : i + 3]) for i in range(0, 60, 10)]
+
+
+@pytest.mark.parametrize("backend", ["edge", "qdrant-local"])
+async def test_isolation_holds_past_the_full_scan_threshold(backend: str, tmp_path: Path) -> None:
+    """With tenant A's search walking its own HNSW graph, tenant B's writes leave A's ids, order
+    and scores unchanged. An optimizer pass that rebuilds the segments afterwards re-sums BM25 in
+    another float order (a last-bit change) and may break exact ties at a prefetch cut-off
+    differently: each retriever's ranking stays the same and its scores within 1e-5
+    (docs/security.md, residuals)."""
+    idx = await open_backend(backend, tmp_path, collection_spec(DIM, hnsw=SMALL_THRESHOLDS))
+    texts = synthetic_texts(3000, seed=1)
+    for start in range(0, 3000, 500):
+        await idx.upsert(bulk("tenant-a", texts[start : start + 500], start))
+    assert await idx.count("tenant-a") == 3000
+    await idx.optimize()
+    if backend == "edge":  # the graph exists: the searches below are approximate ones
+        assert idx._shard.info().indexed_vectors_count >= 3000
+    modes: list[dict[str, Any]] = [
+        {"fusion": "zscore"},
+        {"fusion": "per_term"},
+        {"sparse_weight": 0.0},
+        {"dense_weight": 0.0},
+    ]
+
+    async def run() -> list[Any]:
+        out = []
+        for text in BIG_QUERIES:
+            for kw in modes:
+                q = query(text, groups=("eng",), tenant="tenant-a", limit=10, **kw)
+                q.dense = smooth_embed([text])[0].tolist()
+                if kw.get("sparse_weight") == 0.0:
+                    q.sparse = None
+                if kw.get("dense_weight") == 0.0:
+                    q.dense = None
+                out.append(snapshot(await idx.search(q)))
+        return out
+
+    before = await run()
+    assert all(len(s) == 10 for s in before)
+    await idx.upsert(bulk("tenant-b", synthetic_texts(2000, seed=2)))
+    now = await run()
+    for i, (old, new) in enumerate(zip(before, now, strict=True)):
+        # qdrant-client's local mode ranks the whole collection in one numpy partition: exact
+        # BM25 ties at the prefetch cut-off (frequent in these word-salad chunks) fall by array
+        # position there, so the candidate union of a fused search may differ (residuals)
+        if backend == "edge" or "fusion" not in modes[i % len(modes)]:
+            assert new == old, (i, modes[i % len(modes)])
+    await idx.optimize()
+    after = await run()
+    for i, (old, new) in enumerate(zip(before, after, strict=True)):
+        if "fusion" in modes[i % len(modes)]:
+            continue
+        assert [h[0] for h in new] == [h[0] for h in old]
+        assert [h[1] for h in new] == pytest.approx([h[1] for h in old], rel=1e-5)
     await idx.close()
