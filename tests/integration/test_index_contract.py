@@ -552,3 +552,42 @@ async def test_isolation_holds_past_the_full_scan_threshold(backend: str, tmp_pa
         assert [h[0] for h in new] == [h[0] for h in old]
         assert [h[1] for h in new] == pytest.approx([h[1] for h in old], rel=1e-5)
     await idx.close()
+
+
+async def test_edge_brings_a_schema_2_shard_to_per_tenant_graphs(tmp_path: Path) -> None:
+    """A shard made by the previous release (collection-wide graph, every payload index with
+    graph links) opens as schema 3: no payload index but the tenant's builds links, `m` 0."""
+    import json
+
+    import qdrant_edge as qe
+
+    from service.index.edge import edge_config
+
+    spec = collection_spec(DIM, {"year": "integer"})
+    old = msgspec.structs.replace(
+        spec, version=2, hnsw=msgspec.structs.replace(spec.hnsw, m=16)
+    )
+    shard = qe.EdgeShard.create(str(tmp_path / "s"), edge_config(old))
+    shard.update(
+        qe.UpdateOperation.create_field_index("tenant_id", qe.KeywordIndexParams(is_tenant=True))
+    )
+    for field, kind in (("acl", "Keyword"), ("doc_id", "Keyword"), ("year", "Integer")):
+        shard.update(
+            qe.UpdateOperation.create_field_index(field, getattr(qe.PayloadSchemaType, kind))
+        )
+    shard.close()
+    (tmp_path / "s.schema.json").write_bytes(msgspec.json.encode(old))
+
+    idx = EdgeIndex.open(tmp_path / "s", dim=DIM, spec=spec)
+    await idx.upsert([chunk("acme", *d) for d in DOCS])
+    schema = idx._shard.info().payload_schema
+    links = {f: getattr(schema[f].params, "enable_hnsw", None) for f in schema}
+    assert links["tenant_id"] is not False
+    assert {f: v for f, v in links.items() if f != "tenant_id"} == dict.fromkeys(
+        set(links) - {"tenant_id"}, False
+    )
+    stored = json.loads((tmp_path / "s.schema.json").read_text())
+    assert stored["version"] == 3 and stored["hnsw"]["m"] == 0
+    hits = await idx.search(query("when are deploy signing keys rotated", limit=1))
+    assert docs(hits) == ["release"]
+    await idx.close()
