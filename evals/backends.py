@@ -12,7 +12,6 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
 import httpx
@@ -20,12 +19,12 @@ import msgspec
 
 from indexing.remote import retry_after_s
 from service.config import Settings
-from service.errors import InvalidRequest, RaglineError
-from service.generate.caps import output_cap
+from service.errors import RaglineError
 from service.identity import Principal
-from service.index.filters import FilterSpec
-from service.pipeline.budget import Budget
-from service.pipeline.events import Event
+from service.ops.answer import AnswerArgs, AnswerService, AnswerSource
+from service.ops.caller import Caller
+from service.ops.search import SearchArgs, SearchService
+from service.pipeline.events import event_name
 from service.pipeline.retrieve import Retriever
 
 BATCH_CLASS_HEADER = "X-Ragline-Class"
@@ -139,78 +138,51 @@ def _texts(hits: list[dict[str, Any]]) -> dict[str, str]:
     return {d: "\n".join(parts) for d, parts in texts.items()}
 
 
-class Answers(Protocol):
-    """What the answer route calls: `runtime.answers` (the cached pipeline) or a bare
-    `AnswerPipeline` (tests build broken ones)."""
-
-    async def prepare(
-        self,
-        principal: Principal,
-        query: str,
-        *,
-        filters: FilterSpec | None,
-        top_k: int,
-        max_tokens: int,
-        request_id: str,
-    ) -> Any: ...
-
-    def events(self, prepared: Any) -> AsyncIterator[Event]: ...
-
-
 class InProcessBackend:
-    """Calls the retriever and the answer pipeline as the routes do, without HTTP."""
+    """The operations the routes call (`service.ops`), in this process, without HTTP (and
+    without tenant limits: this is the operator's own run)."""
 
     mode = "in-process"
 
     def __init__(
         self,
         retriever: Retriever,
-        answers: Answers,
+        answers: AnswerSource,
         settings: Settings,
         principal: Principal,
         target: str = "",
     ) -> None:
-        self.retriever = retriever
-        self.answers = answers
-        self.settings = settings
+        """`answers`: the runtime's cached pipeline, or a bare `AnswerPipeline` (tests build
+        broken ones)."""
+        self.searching = SearchService(retriever, settings)
+        self.answering = AnswerService(answers, settings)
         self.principal = principal
         self.target = target or f"state dir {settings.state_dir}"
 
-    def _top_k(self, asked: int | None) -> int:
-        """As the routes decide it (a `top_k` above the maximum is refused there too)."""
-        r = self.settings.retrieval
-        if asked is not None and asked > r.max_top_k:
-            raise InvalidRequest(f"top_k: at most {r.max_top_k}", code="invalid_body")
-        return asked or r.top_k
+    def _caller(self) -> Caller:
+        return Caller(principal=self.principal, request_id=uuid.uuid4().hex)
 
     async def search(self, query: str, top_k: int) -> Ranking:
-        budget = Budget(self.settings.budget.ttft_ms)
         try:
-            hits = await self.retriever.retrieve(
-                self.principal, query, filters=None, top_k=self._top_k(top_k), budget=budget
+            found = await self.searching.search(
+                self._caller(), SearchArgs(query=query, top_k=top_k)
             )
         except RaglineError as exc:
             return Ranking(doc_ids=[], texts={}, error=f"{exc.code}: {exc.message}")
+        hits = found.results
         plain = [msgspec.to_builtins(h) for h in hits]
         return Ranking(
-            doc_ids=[h.doc_id for h in hits], texts=_texts(plain), degraded=list(budget.degraded)
+            doc_ids=[h.doc_id for h in hits], texts=_texts(plain), degraded=list(found.degraded)
         )
 
     async def answer(self, query: str, top_k: int | None, max_tokens: int | None) -> Observation:
         collect = Collector()
-        cap = output_cap(self.settings.generator, self.principal.tenant_id, max_tokens)
         try:
-            prepared = await self.answers.prepare(
-                self.principal,
-                query,
-                filters=None,
-                top_k=self._top_k(top_k),
-                max_tokens=cap,
-                request_id=uuid.uuid4().hex,
+            run = await self.answering.answer(
+                self._caller(), AnswerArgs(query=query, top_k=top_k, max_tokens=max_tokens)
             )
-            async for event in self.answers.events(prepared):
-                name = str(type(event).__struct_config__.tag)
-                collect.feed(name, msgspec.to_builtins(event))
+            async for event in run.events:
+                collect.feed(event_name(event), msgspec.to_builtins(event))
         except RaglineError as exc:
             return collect.fail(f"{exc.code}: {exc.message}")
         return collect.obs

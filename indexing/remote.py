@@ -1,9 +1,10 @@
 """`ragline index add|rm --url URL --key KEY`: index through a running service.
 
-Files are found and parsed here, exactly as for the embedded index; unchanged documents are
-skipped here too (the service lists its registry with each document's hash), so only new or
-changed documents travel, in batches, to `POST /v1/index/documents`, where the service chunks,
-embeds and writes them. `--prune` removes gone documents with `DELETE /v1/index/documents/ID`.
+Files are found and parsed here, exactly as for the embedded index, and each document is decided
+by the same `DocPlanner` as there (load errors, duplicate ids, ACLs, unchanged documents — the
+service lists its registry with each document's hash), so only new or changed documents
+travel, in batches, to `POST /v1/index/documents`, where the service chunks, embeds and writes
+them. `--prune` removes gone documents with `DELETE /v1/index/documents/ID`.
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ from indexing.loaders import Selection, estimate_documents, list_sources, prune_
 from indexing.progress import BarProgress
 from service.db.documents import DocRow
 from service.errors import UpstreamError
-from service.ingest.documents import LoadError, SourceDoc
-from service.ingest.plan import NoAcl, resolve_acl
+from service.ingest.documents import SourceDoc
+from service.ingest.plan import DocPlanner, Settled
 from service.ingest.summary import Failure, Summary
+from service.ops.index import Registered, Registry
 
 BATCH_DOCS = 64
 BATCH_BYTES = 4_000_000
@@ -33,20 +35,6 @@ TIMEOUT = httpx.Timeout(600.0, connect=10.0)
 
 class RemoteError(UpstreamError):
     """The service refused or failed a request: `ragline` prints it and exits 1."""
-
-
-class _Registered(msgspec.Struct):
-    doc_id: str
-    content_hash: str
-    status: str
-    origin: str
-    chunks: int
-
-
-class _Registry(msgspec.Struct):
-    tenant: str
-    hash_salt: str
-    documents: list[_Registered]
 
 
 @contextmanager
@@ -115,8 +103,8 @@ def _check(resp: httpx.Response) -> bytes:
     return resp.content
 
 
-async def _registry(client: httpx.AsyncClient, tenant: str | None) -> _Registry:
-    reg = msgspec.json.decode(_check(await client.get("/v1/index/documents")), type=_Registry)
+async def _registry(client: httpx.AsyncClient, tenant: str | None) -> Registry:
+    reg = msgspec.json.decode(_check(await client.get("/v1/index/documents")), type=Registry)
     if tenant and tenant != reg.tenant:
         raise RemoteError(f"the key belongs to tenant {reg.tenant!r}, not {tenant!r}")
     return reg
@@ -145,7 +133,6 @@ async def remote_add(url: str, key: str, args: argparse.Namespace) -> Summary:
     async with _client(url, key) as client:
         reg = await _registry(client, args.tenant)
         summary = Summary(tenant=reg.tenant, dry_run=args.dry_run)
-        known = {r.doc_id: r for r in reg.documents}
         sources = []
         for root in roots:
             if root.exists():
@@ -153,37 +140,21 @@ async def remote_add(url: str, key: str, args: argparse.Namespace) -> Summary:
             else:
                 summary.failed += 1
                 summary.errors.append(Failure(path=str(root), reason="no such file or directory"))
-        seen: set[str] = set()
-        errored: set[str] = set()
+        known = {r.doc_id: _row(r) for r in reg.documents}
+        planner = DocPlanner(
+            known, allow=args.allow or [], public=args.public, meta=meta, salt=reg.hash_salt
+        )
         send: list[SourceDoc] = []
         with BarProgress(estimate_documents(sources), "reading", enabled=not args.json) as bar:
             for item in read_sources(sources):
-                if isinstance(item, LoadError):
-                    errored.add(item.path)
-                    if item.doc_id:
-                        seen.add(item.doc_id)
-                    summary.failed += 1
-                    summary.errors.append(
-                        Failure(path=item.path, line=item.line, reason=item.reason)
-                    )
-                    bar.doc_done("failed", 0)
+                decided = planner.plan(item)
+                if isinstance(decided, Settled):
+                    decided.count(summary, bar)
                     continue
-                seen.add(item.doc_id)
-                try:
-                    acl = resolve_acl(item, args.allow or [], args.public)
-                except NoAcl as exc:
-                    summary.failed += 1
-                    summary.errors.append(Failure(path=item.origin, reason=str(exc)))
-                    bar.doc_done("failed", 0)
-                    continue
-                merged = {**item.metadata, **meta}
-                old = known.get(item.doc_id)
-                digest = item.content_hash(acl, merged, reg.hash_salt)
-                if old is not None and old.status == "indexed" and old.content_hash == digest:
-                    summary.unchanged += 1
-                    bar.doc_done("unchanged", 0)
-                    continue
-                send.append(msgspec.structs.replace(item, acl=acl, metadata=merged))
+                doc = decided.doc
+                send.append(
+                    msgspec.structs.replace(doc, acl=decided.acl, metadata=decided.metadata)
+                )
         with BarProgress(len(send), "indexing", enabled=not args.json and bool(send)) as bar:
             for batch in _batches(send):
                 body = msgspec.json.encode({"documents": batch, "dry_run": args.dry_run})
@@ -201,7 +172,9 @@ async def remote_add(url: str, key: str, args: argparse.Namespace) -> Summary:
             doomed = [
                 r.doc_id
                 for r in reg.documents
-                if r.doc_id not in seen and in_scope(_row(r)) and not _errored(r.origin, errored)
+                if r.doc_id not in planner.seen
+                and in_scope(known[r.doc_id])
+                and not _errored(r.origin, planner.errored)
             ]
             if args.dry_run:
                 summary.removed += len(doomed)
@@ -212,7 +185,7 @@ async def remote_add(url: str, key: str, args: argparse.Namespace) -> Summary:
     return summary
 
 
-def _row(r: _Registered) -> DocRow:
+def _row(r: Registered) -> DocRow:
     return DocRow(
         doc_id=r.doc_id,
         content_hash=r.content_hash,

@@ -1,10 +1,40 @@
-"""One error hierarchy: each error carries its HTTP status and a stable `code`.
+"""One error hierarchy, and its one mapping to what a client sees.
 
-The API maps every `RaglineError` to RFC 9457 problem+json in one place (`service.api.problems`);
-inside a started SSE stream it becomes an `error` event instead.
+Each error carries its HTTP status and a stable `code`; it renders itself as RFC 9457
+problem+json (`to_problem` + `headers`) before a response has started, and as the answer
+stream's `error` event (`to_event`) after. Every renderer (`service.api.problems`, the admission
+middleware, the answer pipeline, the flights of the answer cache) calls these methods; a new
+rendering (e.g. OpenAI's `{"error": {...}}` envelope) is one more method here.
 """
 
 from __future__ import annotations
+
+import math
+
+import msgspec
+
+PROBLEM_TYPE = "https://ragline.dev/problems/"
+PROBLEM_JSON = "application/problem+json"
+
+
+class ErrorEvent(msgspec.Struct, kw_only=True, tag="error", dict=True):
+    """The answer stream's `error` event. Made by `RaglineError.to_event()`, which also keeps
+    the error itself on the event (a runtime attribute, never encoded): `from_event` hands that
+    one back."""
+
+    code: str
+    message: str
+
+
+class Problem(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """RFC 9457 problem details, with Ragline's stable `code` and the request id."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    code: str
+    request_id: str = ""
 
 
 class RaglineError(Exception):
@@ -20,6 +50,44 @@ class RaglineError(Exception):
         self.message = message
         if code is not None:
             self.code = code
+
+    def to_problem(self, request_id: str = "") -> Problem:
+        """The problem+json body of this error (before any response byte was sent)."""
+        return Problem(
+            type=f"{PROBLEM_TYPE}{self.code}",
+            title=self.title,
+            status=self.status,
+            detail=self.message,
+            code=self.code,
+            request_id=request_id,
+        )
+
+    def headers(self) -> dict[str, str]:
+        """Response headers the problem carries: `Retry-After` (whole seconds, at least 1)."""
+        if self.retry_after is None:
+            return {}
+        return {"Retry-After": str(max(1, math.ceil(self.retry_after)))}
+
+    def to_event(self) -> ErrorEvent:
+        """The answer stream's `error` event (after the stream started). The event keeps this
+        error (not encoded) so a consumer that needs the exception back gets this very one
+        (`from_event`), not one rebuilt from its code."""
+        event = ErrorEvent(code=self.code, message=self.message)
+        event.__dict__["error"] = self
+        return event
+
+    def to_openai(self) -> dict[str, dict[str, str]]:
+        """OpenAI's error envelope (what the chat-completions stream ends with on an error)."""
+        return {"error": {"message": self.message, "type": "ragline_error", "code": self.code}}
+
+    @staticmethod
+    def from_event(event: ErrorEvent) -> RaglineError:
+        """The error an `error` event reports: the one it was made from (`to_event`); an event
+        made some other way reports a failed dependency with the event's code."""
+        error = event.__dict__.get("error")
+        if isinstance(error, RaglineError):
+            return error
+        return UpstreamError(event.message, code=event.code)
 
 
 class ClientError(RaglineError):
@@ -91,3 +159,12 @@ class DeadlineExceeded(RaglineError):
     status = 504
     code = "budget_exceeded"
     title = "Time budget exceeded before any token"
+
+
+class HttpProblem(RaglineError):
+    """An error the web framework raised (404 unknown route, 405, 415…), as a Ragline error."""
+
+    def __init__(self, status: int, code: str, title: str, message: str) -> None:
+        super().__init__(message, code=code)
+        self.status = status
+        self.title = title

@@ -27,6 +27,9 @@ from service.generate.router import GeneratorRouter
 from service.index.edge import EdgeIndex
 from service.index.protocol import VectorIndex
 from service.index.schema import CollectionSpec, QuantizationSpec, collection_spec
+from service.ops.answer import AnswerService
+from service.ops.index import IndexService
+from service.ops.search import SearchService
 from service.pipeline.answer import AnswerPipeline
 from service.pipeline.ground import Grounder
 from service.pipeline.retrieve import Retriever
@@ -92,7 +95,6 @@ class Runtime:
         self.pool = pool
         self.index = index
         self.embedder = embedder
-        self.ingest_lock = asyncio.Lock()  # the index API ingests one request at a time
         self.stats = Stats()
         # caches (L1 + Redis L2), coalescing, idempotency: see service/cache/wiring.py
         self.caching = Caching(settings, pool, self.stats)
@@ -121,6 +123,10 @@ class Runtime:
             else None
         )
         self.limiter = TenantLimiter(settings.limits, self.caching.redis, self.stats)
+        # the operations, transport-free: the routes and the in-process evals call these
+        self.answer_service = AnswerService(self.answers, settings, self.limiter)
+        self.search_service = SearchService(self.retriever, settings, self.limiter)
+        self.index_service = IndexService(pool, index, embedder, settings)
 
     @classmethod
     async def open(cls, settings: Settings, *, embedder: Embedder | None = None) -> Runtime:

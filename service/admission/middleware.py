@@ -1,27 +1,29 @@
 """Admission as ASGI middleware: it runs before authentication and holds the slot for the whole
 response (a streamed answer included), so in-flight counts what really occupies the service.
-A refusal is written directly as problem+json with `Retry-After`: it costs microseconds.
+A refusal is written directly as problem+json with `Retry-After` (the error's own
+`to_problem()`, as every other error): it costs microseconds. Its stable code is the request's
+recorded code (metrics `code` label, usage record when the key named its tenant).
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
 from typing import Any
 
 import msgspec
 from litestar.types import ASGIApp, Receive, Scope, Send
 
+from service import telemetry
 from service.admission.gate import BATCH, INTERACTIVE, AdmissionGate
-from service.api.schemas import Problem
 from service.db.keys import hash_key
-from service.errors import Overloaded, RateLimited
+from service.errors import PROBLEM_JSON, Overloaded, RateLimited
+from service.request_state import RequestState
 
 CLASS_HEADER = b"x-ragline-class"
 GUARDED_PREFIX = "/v1/"
 
 
-def request_class(scope: Scope) -> str:
+def admission_class(scope: Scope) -> str:
     """`X-Ragline-Class: batch` marks batch traffic; everything else is interactive."""
     for name, value in scope.get("headers", []):
         if name == CLASS_HEADER:
@@ -37,9 +39,9 @@ class AdmissionMiddleware:
         if scope["type"] != "http" or not scope["path"].startswith(GUARDED_PREFIX):  # type: ignore[comparison-overlap]
             await self.app(scope, receive, send)
             return
-        state: dict[str, Any] = scope.setdefault("state", {})
-        cls = request_class(scope)
-        state["request_class"] = cls
+        state = RequestState.from_scope(scope)
+        state.admission = cls = admission_class(scope)
+        telemetry.annotate(admission=cls)
         runtime = getattr(scope["app"].state, "runtime", None)
         gate: AdmissionGate | None = getattr(runtime, "gate", None)
         if gate is None:
@@ -47,15 +49,15 @@ class AdmissionMiddleware:
             return
         async with contextlib.AsyncExitStack() as held:
             try:
-                await _tenant_limit_early(scope, runtime, cls)
-                state["queue_ms"] = await held.enter_async_context(gate.slot(cls))
+                await _tenant_limit_early(scope, runtime, state)
+                await held.enter_async_context(gate.slot(cls))
             except (Overloaded, RateLimited) as exc:
-                await _refuse(exc, str(state.get("request_id", "")), send)
+                await _refuse(exc, state.request_id, send)
                 return
             await self.app(scope, receive, send)
 
 
-async def _tenant_limit_early(scope: Scope, runtime: Any, cls: str) -> None:
+async def _tenant_limit_early(scope: Scope, runtime: Any, state: RequestState) -> None:
     """A key seen recently names its tenant without a database trip: check the tenant's bucket
     before queueing, so a tenant over its limit gets its 429 at once. Otherwise the route
     checks after authentication.
@@ -70,31 +72,24 @@ async def _tenant_limit_early(scope: Scope, runtime: Any, cls: str) -> None:
                 return
             found, principal = key_cache.get(hash_key(key.strip()))
             if found and principal is not None:
-                await runtime.limiter.admit(principal.tenant_id, cls)
-                scope["state"]["tenant_admitted"] = True
+                telemetry.set_principal(principal.tenant_id, principal.key_id)
+                await runtime.limiter.admit(principal.tenant_id, state.admission)
+                state.tenant_admitted = True
             return
 
 
 async def _refuse(exc: Overloaded | RateLimited, request_id: str, send: Send) -> None:
-    body = msgspec.json.encode(
-        Problem(
-            type=f"https://ragline.dev/problems/{exc.code}",
-            title=exc.title,
-            status=exc.status,
-            detail=exc.message,
-            code=exc.code,
-            request_id=request_id,
-        )
-    )
-    retry = str(max(1, math.ceil(exc.retry_after or 1)))
+    telemetry.note_error(exc.code)
+    body = msgspec.json.encode(exc.to_problem(request_id))
+    headers = [(k.lower().encode(), v.encode()) for k, v in exc.headers().items()]
     await send(
         {
             "type": "http.response.start",
             "status": exc.status,
             "headers": [
-                (b"content-type", b"application/problem+json"),
+                (b"content-type", PROBLEM_JSON.encode()),
                 (b"content-length", str(len(body)).encode()),
-                (b"retry-after", retry.encode()),
+                *headers,
             ],
         }
     )

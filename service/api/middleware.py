@@ -1,19 +1,19 @@
 """Request ids: every request gets one (or keeps a sane incoming `X-Request-ID`), every response
-carries it, handlers find it in `scope["state"]["request_id"]` and every log line written while
-the request runs carries it (`service.telemetry.logs.request_id_var`).
+carries it, handlers find it in `RequestState.from_scope(scope).request_id` and every log line
+written while the request runs carries it (`service.telemetry.logs.request_id_var`).
 
-The same send hook notes the response status and whether the body is complete in the state
-(`response_status`, `response_complete`), so telemetry needs no second hook on every chunk.
+The same send hook notes the response status and whether the body is complete in the request's
+state (`response_status`, `response_complete`), so telemetry needs no second hook on every chunk.
 """
 
 from __future__ import annotations
 
 import re
 import secrets
-from typing import Any
 
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
+from service.request_state import RequestState
 from service.telemetry.logs import request_id_var
 
 _SANE = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
@@ -36,8 +36,8 @@ class RequestIdMiddleware:
             if name == b"x-request-id":
                 incoming = value.decode("latin-1")
         rid = incoming if _SANE.match(incoming) else new_request_id()
-        state: dict[str, Any] = scope.setdefault("state", {})
-        state["request_id"] = rid
+        state = RequestState.from_scope(scope)
+        state.request_id = rid
         token = request_id_var.set(rid)
 
         async def send_with_id(message: Message) -> None:
@@ -46,9 +46,9 @@ class RequestIdMiddleware:
                 if not any(k.lower() == b"x-request-id" for k, _ in headers):
                     headers.append((b"x-request-id", rid.encode()))
                 message["headers"] = headers
-                state["response_status"] = message["status"]
+                state.response_status = message["status"]
             elif not message.get("more_body", False):
-                state["response_complete"] = True
+                state.response_complete = True
             await send(message)
 
         try:

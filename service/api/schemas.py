@@ -1,4 +1,5 @@
-"""Request and response bodies of the HTTP API (ARCHITECTURE §5)."""
+"""Request and response bodies of the HTTP API (ARCHITECTURE §5). `/v1/search` answers with
+the operation's own `service.ops.search.SearchResult`; errors are `service.errors.Problem`."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ from typing import Annotated, Any
 
 import msgspec
 
-from service.index.protocol import Hit
 from service.pipeline.events import Source, Usage
 
 Query = Annotated[str, msgspec.Meta(min_length=1, max_length=4000)]
@@ -38,21 +38,3 @@ class AnswerResponse(msgspec.Struct, kw_only=True):
     timings_ms: dict[str, float]
     degraded: list[str]
     groundedness: float | None = None
-
-
-class SearchResponse(msgspec.Struct, kw_only=True):
-    request_id: str
-    results: list[Hit]
-    timings_ms: dict[str, float]
-    degraded: list[str]
-
-
-class Problem(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """RFC 9457 problem details, with Ragline's stable `code` and the request id."""
-
-    type: str
-    title: str
-    status: int
-    detail: str
-    code: str
-    request_id: str = ""

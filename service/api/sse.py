@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from service.pipeline.events import Event
+from service.pipeline.events import Event, event_name
 
 _encoder = msgspec.json.Encoder()
 
@@ -13,10 +13,6 @@ SSE_HEADERS = {
     "X-Accel-Buffering": "no",  # nginx and friends must not buffer the stream
     "Connection": "keep-alive",
 }
-
-
-def event_name(event: Event) -> str:
-    return str(type(event).__struct_config__.tag)
 
 
 def encode_event(event: Event) -> bytes:

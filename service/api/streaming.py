@@ -1,5 +1,6 @@
 """Streaming plumbing: SSE with keep-alives, a stream that always closes its source, cancel on
-client disconnect for non-streaming answers, and the `Server-Timing` header.
+client disconnect for non-streaming answers, and the `Server-Timing` header. (A non-streaming
+answer is gathered by the operation itself: `service.ops.answer.AnswerRun.result`.)
 
 Litestar cancels a streaming response when the client disconnects, but leaves the iterator
 suspended (an `async for` never closes what it iterates); `EventStream` closes it, so the
@@ -20,8 +21,8 @@ from litestar.response.streaming import ASGIStreamingResponse
 from litestar.types import Receive, Send
 
 from service.api.sse import KEEPALIVE, SSE_HEADERS, encode_event
-from service.errors import DeadlineExceeded, RaglineError, UpstreamError
-from service.pipeline.events import Done, Error, Event, Source, Sources, Token
+from service.errors import RaglineError
+from service.pipeline.events import Event
 
 T = TypeVar("T")
 _END = object()
@@ -160,31 +161,3 @@ async def cancel_on_disconnect(request: Request[Any, Any, Any], work: Awaitable[
         if not task.done():
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
-
-
-class Collected:
-    """A whole answer gathered from its events (non-streaming responses)."""
-
-    def __init__(self, sources: list[Source], done: Done) -> None:
-        self.sources = sources
-        self.done = done
-
-
-async def collect(events: AsyncIterator[Event]) -> Collected:
-    """Gather the events of one answer; an `error` event becomes the matching HTTP problem."""
-    sources: list[Source] = []
-    done: Done | None = None
-    async for event in events:
-        if isinstance(event, Error):
-            if event.code == DeadlineExceeded.code:
-                raise DeadlineExceeded(event.message)
-            raise UpstreamError(event.message, code=event.code)
-        if isinstance(event, Sources):
-            sources = event.sources
-        elif isinstance(event, Done):
-            done = event
-        elif isinstance(event, Token):
-            continue
-    if done is None:
-        raise UpstreamError("the answer ended without a result", code="generator_failed")
-    return Collected(sources, done)

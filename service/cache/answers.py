@@ -27,11 +27,12 @@ from service.cache.stats import Stats
 from service.cache.store import TieredCache
 from service.cache.visibility import ScopedPrincipal, VisibilityResolver, scoped
 from service.config import Settings
-from service.errors import RaglineError
+from service.errors import RaglineError, UpstreamError
 from service.identity import Principal
 from service.index.filters import FilterSpec
-from service.pipeline.answer import AnswerPipeline, Prepared
-from service.pipeline.events import Done, Error, Event, Meta, Source
+from service.pipeline.answer import AnswerPipeline, PreparedAnswer
+from service.pipeline.events import Done, Event, Meta, Source
+from service.pipeline.operation import ANSWER
 
 KIND = "answer"
 
@@ -49,7 +50,7 @@ class _Ask:
     filters: FilterSpec | None
     top_k: int
     max_tokens: int
-    request_class: str
+    operation: str
     context: str
 
 
@@ -75,12 +76,18 @@ class Answering:
     cache: str
     sources: list[Source]
     started: float
-    direct: Prepared | None = None
+    direct: PreparedAnswer | None = None
     record: AnswerRecord | None = None
     flight: _AnswerFlight | None = None
     claim: Claim | None = None
     lookup_ms: float = 0.0
     extra: dict[str, float] = field(default_factory=dict)
+
+    def timings_so_far(self) -> dict[str, float]:
+        """Stage times known before the stream starts (retrieval, or the cache lookup)."""
+        if self.direct is not None:
+            return self.direct.timings_so_far()
+        return {"cache": round(self.lookup_ms, 3), **self.extra}
 
 
 class CachingPipeline:
@@ -108,9 +115,9 @@ class CachingPipeline:
         self.stats = stats
         self._flights: dict[str, _AnswerFlight] = {}
 
-    def deterministic(self, tenant_id: str = "", request_class: str = "answer") -> bool:
-        """Whether the generator that answers this tenant's class of request is deterministic."""
-        return is_deterministic(self.inner.router.chain(tenant_id, request_class)[0][0])
+    def deterministic(self, tenant_id: str = "", operation: str = ANSWER) -> bool:
+        """Whether the generator that answers this tenant's operation is deterministic."""
+        return is_deterministic(self.inner.router.chain(tenant_id, operation)[0][0])
 
     async def prepare(
         self,
@@ -121,12 +128,12 @@ class CachingPipeline:
         top_k: int,
         max_tokens: int,
         request_id: str,
+        operation: str = ANSWER,
+        context: str = "",
         idempotency_key: str | None = None,
         body_digest: str = "",
-        request_class: str = "answer",
-        context: str = "",
     ) -> Answering:
-        """`request_class` picks the generator chain (`chat` for chat completions); `context` is
+        """`operation` picks the generator chain (`chat` for chat completions); `context` is
         a chat's condensed earlier turns. Both are part of the cache key."""
         loop = asyncio.get_running_loop()
         started = loop.time()
@@ -147,7 +154,7 @@ class CachingPipeline:
         try:
             answering = await self._prepare(
                 principal,
-                _Ask(normalize_query(query), filters, top_k, max_tokens, request_class, context),
+                _Ask(normalize_query(query), filters, top_k, max_tokens, operation, context),
                 request_id,
                 started,
             )
@@ -167,7 +174,7 @@ class CachingPipeline:
     ) -> Answering:
         loop = asyncio.get_running_loop()
         view = await self.visibility.view(principal) if self.enabled else None
-        if view is None or not self.deterministic(principal.tenant_id, ask.request_class):
+        if view is None or not self.deterministic(principal.tenant_id, ask.operation):
             who = scoped(principal, view) if view is not None else principal
             prepared = await self._inner_prepare(who, ask, request_id)
             return Answering(
@@ -185,7 +192,7 @@ class CachingPipeline:
             canonical_filters(ask.filters),
             ask.top_k,
             ask.max_tokens,
-            variant=f"{self.inner.version(view.tenant_id, ask.request_class)}\n{ask.context}",
+            variant=f"{self.inner.version(view.tenant_id, ask.operation)}\n{ask.context}",
         )
         raw, _ = await self.cache.get(KIND, key)
         lookup_ms = (loop.time() - started) * 1000
@@ -262,8 +269,12 @@ class CachingPipeline:
             if not flight.ready.done():
                 flight.ready.set_exception(exc)
             else:
-                err = exc if isinstance(exc, RaglineError) else RaglineError("internal error")
-                flight.stream.publish(Error(code=err.code, message=err.message))
+                err = (
+                    exc
+                    if isinstance(exc, RaglineError)
+                    else UpstreamError("internal error", code="internal")
+                )
+                flight.stream.publish(err.to_event())
         finally:
             flight.stream.finish()
             if self._flights.get(key) is flight:
@@ -273,7 +284,7 @@ class CachingPipeline:
 
     async def _inner_prepare(
         self, principal: Principal | ScopedPrincipal, ask: _Ask, request_id: str
-    ) -> Prepared:
+    ) -> PreparedAnswer:
         return await self.inner.prepare(
             principal,
             ask.query,
@@ -281,7 +292,7 @@ class CachingPipeline:
             top_k=ask.top_k,
             max_tokens=ask.max_tokens,
             request_id=request_id,
-            request_class=ask.request_class,
+            operation=ask.operation,
             context=ask.context,
         )
 

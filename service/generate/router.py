@@ -1,7 +1,7 @@
 """Which generators answer a request, in which order, and which of them are healthy.
 
 A chain is a primary and its fallbacks, chosen per tenant (`generator.tenant_routes`), else per
-request class (`generator.class_routes`: `answer`, `chat`), else the default
+operation (`generator.class_routes`: `answer`, `chat`), else the default
 (`generator.backend` + `generator.fallbacks`). Each generator has a circuit breaker; metrics read
 `breaker_states()` or register a callback with `on_breaker_change`.
 """
@@ -53,21 +53,19 @@ class GeneratorRouter:
             breaker_reset_s=g.breaker_reset_ms / 1000,
         )
 
-    def names(self, tenant_id: str = "", request_class: str = "answer") -> list[str]:
+    def names(self, tenant_id: str = "", operation: str = "answer") -> list[str]:
         """The chain's generator names, primary first."""
-        chain = self.tenant_routes.get(tenant_id) or self.class_routes.get(request_class)
+        chain = self.tenant_routes.get(tenant_id) or self.class_routes.get(operation)
         return list(chain or self.default)
 
     def chain(
-        self, tenant_id: str = "", request_class: str = "answer"
+        self, tenant_id: str = "", operation: str = "answer"
     ) -> list[tuple[Generator, CircuitBreaker]]:
-        return [
-            (self.generators[n], self.breakers[n]) for n in self.names(tenant_id, request_class)
-        ]
+        return [(self.generators[n], self.breakers[n]) for n in self.names(tenant_id, operation)]
 
-    def version(self, tenant_id: str = "", request_class: str = "answer") -> str:
+    def version(self, tenant_id: str = "", operation: str = "answer") -> str:
         """The chain as a string, for cache keys (`openai>extractive`)."""
-        return ">".join(self.names(tenant_id, request_class))
+        return ">".join(self.names(tenant_id, operation))
 
     def breaker_states(self) -> dict[str, str]:
         """`{name: closed|open|half_open}` for every generator, and each upstream server."""

@@ -39,7 +39,7 @@ from service.db.tenants import bump_index_version, require_tenant
 from service.embed.protocol import Embedder
 from service.index.protocol import VectorIndex
 from service.ingest.documents import LoadError, SourceDoc
-from service.ingest.plan import NoAcl, Prepared, hash_salt, prepare, resolve_acl
+from service.ingest.plan import Changed, ChunkedDoc, DocPlanner, Settled, chunk, hash_salt, where
 from service.ingest.summary import Change, Failure, NoProgress, Progress, Summary
 
 PruneScope = Callable[[DocRow], bool]
@@ -52,24 +52,12 @@ class IngestOptions(msgspec.Struct, kw_only=True):
     """Planned documents that may wait for the embedder (bounds memory)."""
 
 
-class _Settled(msgspec.Struct, kw_only=True):
-    """A document decided without embedding: unchanged, or failed before chunking."""
-
-    doc_id: str
-    action: str  # "unchanged" | "failed"
-    failure: Failure | None = None
-
-
 class _Stopped(Exception):
     pass
 
 
 _DONE = object()
 BUCKET_BATCHES = 4
-
-
-def _where(doc: SourceDoc) -> str:
-    return doc.origin or doc.source_uri or doc.doc_id
 
 
 class Indexer:
@@ -158,9 +146,9 @@ class Indexer:
         planned: asyncio.Queue[Any] = asyncio.Queue(self.options.queue_docs)
         ready: asyncio.Queue[Any] = asyncio.Queue(4)
         stop = threading.Event()
-        seen: dict[str, str] = {}
-        errored: set[str] = set()
-        salt = hash_salt(self.embedder)
+        planner = DocPlanner(
+            known, allow=allow, public=public, meta=meta, salt=hash_salt(self.embedder)
+        )
 
         def put(item: Any) -> None:
             fut = asyncio.run_coroutine_threadsafe(planned.put(item), loop)
@@ -173,46 +161,17 @@ class Indexer:
                         fut.cancel()
                         raise _Stopped from None
 
-        def plan(item: SourceDoc | LoadError) -> Any:
-            if isinstance(item, LoadError):
-                errored.add(item.path)
-                if item.doc_id is not None:
-                    seen.setdefault(item.doc_id, item.path)
-                failure = Failure(path=item.path, line=item.line, reason=item.reason)
-                return _Settled(doc_id=item.doc_id or "", action="failed", failure=failure)
-            where = _where(item)
-            if item.doc_id in seen:
-                errored.add(item.origin)
-                reason = f"duplicate document id {item.doc_id!r} (also from {seen[item.doc_id]})"
-                return _Settled(
-                    doc_id=item.doc_id, action="failed", failure=Failure(path=where, reason=reason)
-                )
-            seen[item.doc_id] = where
+        def plan(item: SourceDoc | LoadError) -> Settled | ChunkedDoc:
+            decided = planner.plan(item)
+            if not isinstance(decided, Changed):
+                return decided
             try:
-                acl = resolve_acl(item, allow, public)
-            except NoAcl as exc:
-                failure = Failure(path=where, reason=str(exc))
-                return _Settled(doc_id=item.doc_id, action="failed", failure=failure)
-            metadata = {**item.metadata, **meta}
-            digest = item.content_hash(acl, metadata, salt)
-            old = known.get(item.doc_id)
-            if old is not None and old.content_hash == digest and old.status == "indexed":
-                return _Settled(doc_id=item.doc_id, action="unchanged")
-            try:
-                return prepare(
-                    tenant_id,
-                    item,
-                    acl=acl,
-                    metadata=metadata,
-                    digest=digest,
-                    old=old,
-                    embedder=self.embedder,
-                )
+                return chunk(tenant_id, decided, self.embedder)
             except Exception as exc:  # a document the chunker cannot handle fails alone
-                return _Settled(
-                    doc_id=item.doc_id,
+                return Settled(
+                    doc_id=decided.doc.doc_id,
                     action="failed",
-                    failure=Failure(path=where, reason=f"cannot chunk: {exc}"),
+                    failure=Failure(path=decided.where, reason=f"cannot chunk: {exc}"),
                 )
 
         def produce() -> None:
@@ -256,16 +215,7 @@ class Indexer:
                 await asyncio.shield(producer)
             parser.shutdown(wait=False)
             embed_exec.shutdown(wait=False)
-        return set(seen), errored
-
-    def _settle(self, s: _Settled, summary: Summary, progress: Progress) -> None:
-        if s.action == "unchanged":
-            summary.unchanged += 1
-        else:
-            summary.failed += 1
-            if s.failure is not None:
-                summary.errors.append(s.failure)
-        progress.doc_done(s.action, 0)
+        return set(planner.seen), planner.errored
 
     async def _embed_stage(
         self,
@@ -283,9 +233,9 @@ class Indexer:
         """
         loop = asyncio.get_running_loop()
         batch = self.options.embed_batch
-        queue: list[tuple[Prepared, int]] = []  # (document, chunk index) not yet embedded
+        queue: list[tuple[ChunkedDoc, int]] = []  # (document, chunk index) not yet embedded
 
-        async def embed(refs: list[tuple[Prepared, int]]) -> None:
+        async def embed(refs: list[tuple[ChunkedDoc, int]]) -> None:
             texts = [p.texts[i] for p, i in refs]
             try:
                 vectors = await loop.run_in_executor(executor, self.embedder.embed, texts)
@@ -297,7 +247,7 @@ class Indexer:
             except Exception as exc:
                 for p, _ in refs:
                     p.error = p.error or f"embedding failed: {type(exc).__name__}: {exc}"
-            done: dict[int, Prepared] = {}
+            done: dict[int, ChunkedDoc] = {}
             for p, _ in refs:
                 p.outstanding -= 1
                 if p.outstanding == 0:
@@ -315,10 +265,10 @@ class Indexer:
             item = await planned.get()
             if item is _DONE:
                 break
-            if isinstance(item, _Settled):
-                self._settle(item, summary, progress)
+            if isinstance(item, Settled):
+                item.count(summary, progress)
                 continue
-            assert isinstance(item, Prepared)
+            assert isinstance(item, ChunkedDoc)
             if dry_run:
                 summary.changes.append(
                     Change(doc_id=item.doc.doc_id, action=item.action, chunks=len(item.texts))
@@ -348,7 +298,7 @@ class Indexer:
             await self._write(tenant_id, docs, summary, progress)
 
     async def _write(
-        self, tenant_id: str, docs: list[Prepared], summary: Summary, progress: Progress
+        self, tenant_id: str, docs: list[ChunkedDoc], summary: Summary, progress: Progress
     ) -> None:
         """Write finished documents: pending → one upsert (+ tombstone cleanup) → recorded."""
         assert self.index is not None
@@ -380,7 +330,7 @@ class Indexer:
             progress.doc_done(p.action, len(p.pieces))
         for p in failed:
             summary.failed += 1
-            summary.errors.append(Failure(path=_where(p.doc), reason=p.error or "failed"))
+            summary.errors.append(Failure(path=where(p.doc), reason=p.error or "failed"))
             progress.doc_done("failed", 0)
 
     # -------------------------------------------------------------------------- remove

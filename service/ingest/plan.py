@@ -1,12 +1,16 @@
 """Planning one document: its ACL, its hash, and — when it changed — its chunks and BM25 vectors.
 
+`DocPlanner.plan` is the one per-document decision (load error, duplicate id, ACL, unchanged or
+changed) of both indexers: the local one (`service.ingest.pipeline`) then chunks a changed
+document (`chunk`), the remote client (`indexing.remote`) sends it to the service.
+
 Everything here is CPU work on one document; the pipeline runs it on a parsing thread while the
 embedder works on earlier documents.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -16,7 +20,8 @@ from service.embed.protocol import Embedder
 from service.identity import PUBLIC, is_identity
 from service.index.protocol import Chunk
 from service.ingest.chunking import ChunkText, chunk_document
-from service.ingest.documents import SourceDoc
+from service.ingest.documents import LoadError, SourceDoc
+from service.ingest.summary import Failure, Progress, Summary
 from service.text.bm25 import SparseVec, doc_vector
 
 CHUNKER_VERSION = "1"
@@ -45,7 +50,93 @@ def hash_salt(embedder: Embedder) -> str:
     return f"chunker={CHUNKER_VERSION};embedder={embedder.name};max_tokens={embedder.max_tokens}"
 
 
-class Prepared(msgspec.Struct, kw_only=True):
+class Settled(msgspec.Struct, kw_only=True):
+    """A document decided without embedding: unchanged, or failed before chunking."""
+
+    doc_id: str
+    action: str  # "unchanged" | "failed"
+    failure: Failure | None = None
+
+    def count(self, summary: Summary, progress: Progress) -> None:
+        if self.action == "unchanged":
+            summary.unchanged += 1
+        else:
+            summary.failed += 1
+            if self.failure is not None:
+                summary.errors.append(self.failure)
+        progress.doc_done(self.action, 0)
+
+
+class Changed(msgspec.Struct, kw_only=True):
+    """A new or changed document with its resolved ACL and metadata: to be (re)indexed."""
+
+    doc: SourceDoc
+    acl: list[str]
+    metadata: dict[str, Any]
+    digest: str
+    old: DocRow | None
+    where: str
+
+
+def where(doc: SourceDoc) -> str:
+    """How a failure names the document: its file, else its URI, else its id."""
+    return doc.origin or doc.source_uri or doc.doc_id
+
+
+class DocPlanner:
+    """The per-document decision of one indexing run, the same for the local and the remote
+    indexer: a load error fails (its document id still counts as seen, so `--prune` keeps it);
+    a document id seen before in this run fails as a duplicate; no ACL fails; the same hash as
+    the indexed version is unchanged; anything else is `Changed`."""
+
+    def __init__(
+        self,
+        known: Mapping[str, DocRow],
+        *,
+        allow: Sequence[str],
+        public: bool,
+        meta: Mapping[str, Any],
+        salt: str,
+    ) -> None:
+        self.known = known
+        self.allow = allow
+        self.public = public
+        self.meta = meta
+        self.salt = salt
+        self.seen: dict[str, str] = {}
+        """Document ids of this run, and where each was first seen."""
+        self.errored: set[str] = set()
+        """Paths that failed to load (or held a duplicate): prune nothing under them."""
+
+    def plan(self, item: SourceDoc | LoadError) -> Settled | Changed:
+        if isinstance(item, LoadError):
+            self.errored.add(item.path)
+            if item.doc_id is not None:
+                self.seen.setdefault(item.doc_id, item.path)
+            failure = Failure(path=item.path, line=item.line, reason=item.reason)
+            return Settled(doc_id=item.doc_id or "", action="failed", failure=failure)
+        at = where(item)
+        if item.doc_id in self.seen:
+            self.errored.add(item.origin)
+            reason = f"duplicate document id {item.doc_id!r} (also from {self.seen[item.doc_id]})"
+            return Settled(
+                doc_id=item.doc_id, action="failed", failure=Failure(path=at, reason=reason)
+            )
+        self.seen[item.doc_id] = at
+        try:
+            acl = resolve_acl(item, self.allow, self.public)
+        except NoAcl as exc:
+            failure = Failure(path=at, reason=str(exc))
+            return Settled(doc_id=item.doc_id, action="failed", failure=failure)
+        metadata = {**item.metadata, **self.meta}
+        digest = item.content_hash(acl, metadata, self.salt)
+        old = self.known.get(item.doc_id)
+        if old is not None and old.content_hash == digest and old.status == "indexed":
+            return Settled(doc_id=item.doc_id, action="unchanged")
+        return Changed(doc=item, acl=acl, metadata=metadata, digest=digest, old=old, where=at)
+
+
+class ChunkedDoc(msgspec.Struct, kw_only=True):
     """A new or changed document, chunked, waiting for its vectors and its write."""
 
     tenant_id: str
@@ -142,16 +233,8 @@ class Prepared(msgspec.Struct, kw_only=True):
         return out
 
 
-def prepare(
-    tenant_id: str,
-    doc: SourceDoc,
-    *,
-    acl: list[str],
-    metadata: dict[str, Any],
-    digest: str,
-    old: DocRow | None,
-    embedder: Embedder,
-) -> Prepared:
+def chunk(tenant_id: str, changed: Changed, embedder: Embedder) -> ChunkedDoc:
+    doc = changed.doc
     pieces = chunk_document(
         doc.text,
         title=doc.title,
@@ -160,13 +243,13 @@ def prepare(
         max_tokens=embedder.max_tokens,
     )
     texts = [p.embed_text(doc.title) for p in pieces]
-    return Prepared(
+    return ChunkedDoc(
         tenant_id=tenant_id,
         doc=doc,
-        acl=acl,
-        metadata=metadata,
-        digest=digest,
-        old=old,
+        acl=changed.acl,
+        metadata=changed.metadata,
+        digest=changed.digest,
+        old=changed.old,
         pieces=pieces,
         texts=texts,
         sparse=[doc_vector(t) for t in texts],

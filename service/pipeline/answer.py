@@ -14,7 +14,7 @@ import msgspec
 
 from service import telemetry
 from service.config import Settings
-from service.errors import RaglineError
+from service.errors import InvalidRequest, RaglineError, UpstreamError
 from service.generate.extractive import ExtractiveGenerator
 from service.generate.prompt import PROMPT_VERSION
 from service.generate.protocol import GenerationRecord, Generator, Passage, citations_in
@@ -23,9 +23,10 @@ from service.identity import Principal
 from service.index.filters import FilterSpec
 from service.index.protocol import Hit
 from service.pipeline.budget import Budget
-from service.pipeline.events import Done, Error, Event, Meta, Source, Sources, Token, Usage
+from service.pipeline.events import Done, Event, Meta, Source, Sources, Token, Usage
 from service.pipeline.generation import generate
 from service.pipeline.ground import Grounder
+from service.pipeline.operation import ANSWER
 from service.pipeline.retrieve import Retriever
 from service.pipeline.trim import trim
 
@@ -56,7 +57,9 @@ def number_sources(hits: Sequence[Hit]) -> list[Source]:
     ]
 
 
-class Prepared(msgspec.Struct, kw_only=True):
+class PreparedAnswer(msgspec.Struct, kw_only=True):
+    """An answer retrieved, trimmed and numbered, ready for its generator."""
+
     request_id: str
     query: str
     hits: list[Hit]
@@ -65,8 +68,13 @@ class Prepared(msgspec.Struct, kw_only=True):
     cache: str
     budget: Any  # Budget
     tenant_id: str = ""
-    request_class: str = "answer"
+    operation: str = ANSWER
     context: str = ""
+
+    def timings_so_far(self) -> dict[str, float]:
+        """Stage times known before the stream starts (retrieval)."""
+        budget: Budget = self.budget
+        return dict(budget.timings_ms)
 
 
 class AnswerPipeline:
@@ -94,10 +102,19 @@ class AnswerPipeline:
         top_k: int,
         max_tokens: int,
         request_id: str,
-        request_class: str = "answer",
+        operation: str = ANSWER,
         context: str = "",
-    ) -> Prepared:
-        """Retrieve under the budget; `context` (condensed earlier turns) widens the search."""
+        idempotency_key: str | None = None,
+        body_digest: str = "",
+    ) -> PreparedAnswer:
+        """Retrieve under the budget; `context` (condensed earlier turns) widens the search.
+
+        The bare pipeline keeps no idempotency records (the runtime's `CachingPipeline` does):
+        a request with an idempotency key is refused rather than silently not protected."""
+        if idempotency_key is not None:
+            raise InvalidRequest(
+                "idempotency keys need the answer cache", code="idempotency_unavailable"
+            )
         budget = Budget(self.settings.budget.ttft_ms)
         hits = await self.retriever.retrieve(
             principal,
@@ -113,7 +130,7 @@ class AnswerPipeline:
             duplicate_threshold=t.duplicate_threshold,
             merge=t.merge_neighbours,
         )
-        return Prepared(
+        return PreparedAnswer(
             request_id=request_id,
             query=query,
             hits=hits,
@@ -122,11 +139,11 @@ class AnswerPipeline:
             cache="miss",
             budget=budget,
             tenant_id=principal.tenant_id,
-            request_class=request_class,
+            operation=operation,
             context=context,
         )
 
-    async def events(self, p: Prepared) -> AsyncIterator[Event]:
+    async def events(self, p: PreparedAnswer) -> AsyncIterator[Event]:
         budget: Budget = p.budget
         telemetry.note_cache(p.cache)
         yield Meta(request_id=p.request_id, cache=p.cache)
@@ -139,7 +156,7 @@ class AnswerPipeline:
         record = GenerationRecord()
         try:
             async for piece in generate(
-                self.router.chain(p.tenant_id, p.request_class),
+                self.router.chain(p.tenant_id, p.operation),
                 p.query,
                 passages,
                 max_tokens=p.max_tokens,
@@ -154,11 +171,11 @@ class AnswerPipeline:
                 yield Token(text=piece)
         except RaglineError as exc:
             telemetry.note_error(exc.code)
-            yield Error(code=exc.code, message=exc.message)
+            yield exc.to_event()
             return
         except Exception as exc:  # the stream has started: report, then close cleanly
             log.error("answer failed request_id=%s: %s", p.request_id, type(exc).__name__)
-            yield Error(code="internal", message="the answer failed; it was logged")
+            yield UpstreamError("the answer failed; it was logged", code="internal").to_event()
             return
         answer = "".join(pieces).strip()
         async with budget.timed("grounding"):  # after the last token: never before the first
@@ -201,6 +218,6 @@ class AnswerPipeline:
         """Answer with `generator` first and the extractive fallback after it."""
         self.router = self._chain_of(generator)
 
-    def version(self, tenant_id: str = "", request_class: str = "answer") -> str:
+    def version(self, tenant_id: str = "", operation: str = ANSWER) -> str:
         """What shapes an answer besides the data (prompt and generator chain): for cache keys."""
-        return f"{PROMPT_VERSION}/{self.router.version(tenant_id, request_class)}"
+        return f"{PROMPT_VERSION}/{self.router.version(tenant_id, operation)}"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
+from service.errors import ErrorEvent
+
 
 class Source(msgspec.Struct, kw_only=True):
     id: str
@@ -47,9 +49,10 @@ class Done(msgspec.Struct, kw_only=True, tag="done"):
     null when scoring is off, busy or late."""
 
 
-class Error(msgspec.Struct, kw_only=True, tag="error"):
-    code: str
-    message: str
+Event = Meta | Sources | Token | Done | ErrorEvent
+"""The `error` event is the error's own rendering: `service.errors.ErrorEvent`."""
 
 
-Event = Meta | Sources | Token | Done | Error
+def event_name(event: Event) -> str:
+    """The event's name on the wire (its tag): `meta`, `sources`, `token`, `done`, `error`."""
+    return str(type(event).__struct_config__.tag)

@@ -55,7 +55,8 @@ class RequestTelemetry:
     code: str = ""
     tenant: str = ""
     key_id: str = ""
-    request_class: str = ""
+    admission: str = ""
+    """The admission class (`interactive` or `batch`); the route is `route`."""
     cache: str = ""
     model: str = ""
     prompt_version: str = ""
@@ -250,7 +251,7 @@ def set_attrs(**attrs: Any) -> None:
 
 def annotate(**attrs: Any) -> None:
     """Facts about the whole request: they go on the root span (when it ends) and the log line;
-    known fields (tenant, cache, model, lang, request_class, prompt_version) also into metric
+    known fields (tenant, cache, model, lang, admission, prompt_version) also into metric
     labels and the usage record."""
     rec = _current.get()
     if rec is None:
@@ -261,7 +262,7 @@ def annotate(**attrs: Any) -> None:
     rec.attrs.update(clean_attributes(attrs))
 
 
-_RECORD_FIELDS = frozenset({"tenant", "cache", "model", "lang", "request_class", "prompt_version"})
+_RECORD_FIELDS = frozenset({"tenant", "cache", "model", "lang", "admission", "prompt_version"})
 
 
 def set_principal(tenant_id: str, key_id: str) -> None:

@@ -14,6 +14,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+from service.request_state import RequestState
 from service.telemetry.context import RequestTelemetry, _current
 from service.telemetry.core import API_ROUTES, QUIET_ROUTES, Telemetry
 from service.telemetry.deferred import (
@@ -38,17 +39,17 @@ class TelemetryMiddleware:
             await self.app(scope, receive, send)
             return
         tel = self.telemetry
+        state = RequestState.from_scope(scope)
         path = scope["path"]
         quiet = path in QUIET_ROUTES
         route = QUIET_ROUTES[path] if quiet else API_ROUTES.get(path, "other")
         method = str(scope.get("method", "GET"))
         rec = RequestTelemetry(
             telemetry=tel,
-            request_id=str(scope.get("state", {}).get("request_id", "")),
+            request_id=state.request_id,
             route=route,
             method=method,
             started=time.perf_counter(),
-            request_class=route,
         )
         token = None
         if tel.tracer is not None and not quiet:
@@ -74,7 +75,6 @@ class TelemetryMiddleware:
         if gauge is not None:
             gauge.inc()
         disconnected = False
-        state = scope["state"]  # the request-id middleware outside notes the response there
 
         async def watch_receive() -> Message:
             nonlocal disconnected
@@ -87,11 +87,11 @@ class TelemetryMiddleware:
             await self.app(scope, watch_receive, send)  # type: ignore[arg-type]
         except BaseException:
             if not rec.code:
-                rec.code = "internal" if "response_status" not in state else "interrupted"
+                rec.code = "interrupted" if state.response_status else "internal"
             raise
         finally:
-            rec.status = state.get("response_status", 0)
-            complete = state.get("response_complete", False)
+            rec.status = state.response_status  # noted by the request-id middleware outside
+            complete = state.response_complete
             if disconnected and not complete and rec.status and not rec.code:
                 rec.code = "client_disconnected"
             if gauge is not None:

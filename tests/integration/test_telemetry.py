@@ -135,7 +135,8 @@ async def test_one_trace_per_request_with_a_span_per_stage(
     assert a["http.response.status_code"] == 200 and a["ragline.code"] == "ok"
     assert a["ragline.cache"] == "miss" and a["ragline.k"] == 3 and a["ragline.lang"] == "latin"
     assert a["ragline.hits"] == len(events[1][1]["sources"]) >= 1
-    assert a["ragline.model"] == "extractive" and a["ragline.request_class"] == "answer"
+    assert a["ragline.model"] == "extractive" and a["ragline.route"] == "answer"
+    assert a["ragline.admission"] == "interactive"  # the admission class, not the route
     assert a["ragline.tokens_out"] == done["usage"]["completion_tokens"] > 0
     assert 0 < a["ragline.ttft_ms"] <= a["ragline.total_ms"]  # type: ignore[operator]
     search = by_name["search"].attributes or {}

@@ -12,7 +12,7 @@ from service.config import GroundingSettings, load_settings
 from service.generate.protocol import GenerationRecord, Passage
 from service.grounding import GroundednessScorer
 from service.index.protocol import Hit
-from service.pipeline.answer import AnswerPipeline, Prepared, number_sources
+from service.pipeline.answer import AnswerPipeline, PreparedAnswer, number_sources
 from service.pipeline.budget import Budget
 from service.pipeline.events import Done, Token
 from service.pipeline.ground import Grounder
@@ -109,7 +109,7 @@ async def test_scoring_starts_after_the_last_token_and_done_carries_it() -> None
         grounder=grounder,
     )
     hits = [Hit(id="h1", doc_id="office.md", chunk_ix=0, score=1.0, text=SOURCES["S1"])]
-    prepared = Prepared(
+    prepared = PreparedAnswer(
         request_id="r1",
         query="When does the office open?",
         hits=hits,

@@ -1,0 +1,23 @@
+"""Steps several operations share, each written once."""
+
+from __future__ import annotations
+
+from service.admission.buckets import TenantLimiter
+from service.config import Settings
+from service.errors import InvalidRequest
+from service.ops.caller import Caller
+
+
+def bounded_top_k(settings: Settings, asked: int | None) -> int:
+    """The `top_k` a request asked for (or the default), refused above the maximum."""
+    r = settings.retrieval
+    if asked is not None and asked > r.max_top_k:
+        raise InvalidRequest(f"top_k: at most {r.max_top_k}", code="invalid_body")
+    return asked or r.top_k
+
+
+async def admit(limiter: TenantLimiter | None, caller: Caller) -> None:
+    """429 if the tenant is over its limit, unless the transport already checked (admission
+    middleware) or no limits apply (`limiter` None: in-process evals, the operator's own run)."""
+    if limiter is not None and not caller.tenant_admitted:
+        await limiter.admit(caller.tenant_id, caller.admission)
