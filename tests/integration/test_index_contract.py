@@ -564,9 +564,7 @@ async def test_edge_brings_a_schema_2_shard_to_per_tenant_graphs(tmp_path: Path)
     from service.index.edge import edge_config
 
     spec = collection_spec(DIM, {"year": "integer"})
-    old = msgspec.structs.replace(
-        spec, version=2, hnsw=msgspec.structs.replace(spec.hnsw, m=16)
-    )
+    old = msgspec.structs.replace(spec, version=2, hnsw=msgspec.structs.replace(spec.hnsw, m=16))
     shard = qe.EdgeShard.create(str(tmp_path / "s"), edge_config(old))
     shard.update(
         qe.UpdateOperation.create_field_index("tenant_id", qe.KeywordIndexParams(is_tenant=True))
