@@ -21,6 +21,7 @@ import hashlib
 import json
 import random
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ import numpy as np
 import qdrant_edge as qe
 
 from service.index.edge import EdgeIndex
-from service.index.protocol import Chunk, SearchQuery
+from service.index.protocol import Chunk
 from service.index.schema import HnswSpec, collection_spec
 from service.text.bm25 import doc_vector
 
@@ -72,7 +73,9 @@ def chunks(items: list[str], first: int, acl: str) -> list[Chunk]:
     ]
 
 
-async def measure(visible: int, hidden: int, queries: int, path: Path) -> dict[str, Any]:
+async def measure(
+    visible: int, hidden: int, queries: int, path: Path, *, acorn: bool = False
+) -> dict[str, Any]:
     spec = collection_spec(DIM, hnsw=HnswSpec(full_scan_threshold_kb=10, indexing_threshold_kb=100))
     idx = EdgeIndex.open(path, dim=DIM, spec=spec)
     await idx.upsert(chunks(texts(visible, 1), 0, "public"))
@@ -101,10 +104,26 @@ async def measure(visible: int, hidden: int, queries: int, path: Path) -> dict[s
         for q in qs
     ]
 
+    acorn_params = qe.AcornSearchParams(enable=True, max_selectivity=1.0) if acorn else None
+    params = qe.SearchParams(acorn=acorn_params)
+
     async def run() -> list[list[str]]:
-        who = frozenset({"public"})
+        """P's dense top 10 as the adapter asks for it (one filtered request), with ACORN's
+        two-hop exploration when `acorn`."""
         return [
-            [h.id for h in await idx.search(SearchQuery(tenant_id="t", identities=who, dense=q))]
+            [
+                str(p.id)
+                for p in idx.query_batch_sync(
+                    [
+                        qe.QueryRequest(
+                            limit=10,
+                            query=qe.Query.Nearest(q, using="dense"),
+                            filter=flt,
+                            params=params,
+                        )
+                    ]
+                )[0]
+            ]
             for q in qs
         ]
 
@@ -114,7 +133,9 @@ async def measure(visible: int, hidden: int, queries: int, path: Path) -> dict[s
     def changed(a: list[list[str]], b: list[list[str]]) -> int:
         return sum(x != y for x, y in zip(a, b, strict=True))
 
+    start = time.perf_counter()
     before = await run()
+    per_search_ms = (time.perf_counter() - start) * 1000 / len(qs)
     await idx.optimize()
     control = await run()
     await idx.upsert(chunks(texts(hidden, 3), 10**6, "group:hidden"))
@@ -123,10 +144,12 @@ async def measure(visible: int, hidden: int, queries: int, path: Path) -> dict[s
     rebuilt = await run()
     await idx.close()
     return {
+        "acorn": acorn,
         "visible": visible,
         "hidden": hidden,
         "queries": queries,
         "recall_at_10_before": recall(before),
+        "mean_search_ms": round(per_search_ms, 3),
         "changed_after_rebuild_without_hidden": changed(before, control),
         "changed_after_hidden_written": changed(before, written),
         "changed_after_hidden_and_rebuild": changed(before, rebuilt),
@@ -140,9 +163,13 @@ def main() -> None:
     ap.add_argument("--visible", type=int, default=3000)
     ap.add_argument("--hidden", type=int, default=3000)
     ap.add_argument("--queries", type=int, default=100)
+    ap.add_argument("--acorn", action="store_true", help="search with Qdrant's ACORN on")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        result = asyncio.run(measure(args.visible, args.hidden, args.queries, Path(tmp) / "s"))
+        path = Path(tmp) / "s"
+        result = asyncio.run(
+            measure(args.visible, args.hidden, args.queries, path, acorn=args.acorn)
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(result))

@@ -149,6 +149,14 @@ def search_params(q: SearchQuery, idf_corpus: Any) -> Any:
     return qe.SearchParams(idf=qe.IdfParams(corpus=idf_corpus))
 
 
+DENSE_FILTERED = qe.SearchParams(acorn=qe.AcornSearchParams(enable=True, max_selectivity=1.0))
+"""Filtered graph walks explore two hops past neighbours the filter rejects (Qdrant's ACORN),
+always (selectivity ≤ 1: the engine's selectivity estimate counts other tenants' points, so a
+lower cut-off would let them decide): what a principal finds then hardly depends on chunks of
+its tenant it cannot see (docs/security.md, `python -m evals.bench.isolation`). Exact scans
+ignore it."""
+
+
 def search_requests(q: SearchQuery, flt: Any, idf_corpus: Any = None) -> list[Any]:
     """The engine requests of one search: one batch, one round trip.
 
@@ -161,7 +169,8 @@ def search_requests(q: SearchQuery, flt: Any, idf_corpus: Any = None) -> list[An
     """
     vectors: list[tuple[Any, Any]] = []
     if q.dense is not None and q.dense_weight > 0:
-        vectors.append((qe.Query.Nearest(list(q.dense), using=DENSE), None))
+        dense_params = None if flt is None else DENSE_FILTERED
+        vectors.append((qe.Query.Nearest(list(q.dense), using=DENSE), dense_params))
     if q.sparse is not None and q.sparse.indices and q.sparse_weight > 0:
         sparse = qe.SparseVector(q.sparse.indices, q.sparse.values)
         vectors.append((qe.Query.Nearest(sparse, using=SPARSE), search_params(q, idf_corpus)))

@@ -136,15 +136,24 @@ def search_params(idf_corpus: qm.Filter | None) -> qm.SearchParams | None:
     return qm.SearchParams(idf=qm.IdfCorpusParams(corpus=idf_corpus))
 
 
+DENSE_FILTERED = qm.SearchParams(acorn=qm.AcornSearchParams(enable=True, max_selectivity=1.0))
+"""Filtered graph walks explore two hops (ACORN), as in `service.index.edge.DENSE_FILTERED`."""
+
+
 def search_requests(
-    q: SearchQuery, flt: qm.Filter | None, idf_corpus: qm.Filter | None = None
+    q: SearchQuery,
+    flt: qm.Filter | None,
+    idf_corpus: qm.Filter | None = None,
+    *,
+    acorn: bool = True,
 ) -> list[qm.QueryRequest]:
     """Same shape as Qdrant Edge's: the union of both top lists, rescored by each retriever,
     then fused in Python, or by the engine in one query (see `service.index.edge`); every BM25
     request computes IDF over `idf_corpus`."""
     vectors: list[tuple[str, Any, qm.SearchParams | None]] = []
     if q.dense is not None and q.dense_weight > 0:
-        vectors.append((DENSE, list(q.dense), None))
+        dense_params = DENSE_FILTERED if acorn and flt is not None else None
+        vectors.append((DENSE, list(q.dense), dense_params))
     if q.sparse is not None and q.sparse.indices and q.sparse_weight > 0:
         sparse = qm.SparseVector(indices=q.sparse.indices, values=q.sparse.values)
         vectors.append((SPARSE, sparse, search_params(idf_corpus)))
@@ -395,7 +404,8 @@ class QdrantIndex:
         await self._ready()
         flt = _tenant_acl_filter(query.tenant_id, query.identities, query.filter)
         corpus = _tenant_acl_filter(query.tenant_id, query.identities)
-        requests = search_requests(query, flt, corpus)
+        # local mode searches exactly and warns about graph parameters
+        requests = search_requests(query, flt, corpus, acorn=not self.local)
         if not requests:
             return []
         try:
