@@ -1,6 +1,6 @@
 """The graph residual of ACLs inside a tenant (docs/security.md, "Tenant isolation of statistics").
 
-    python -m evals.bench.isolation --out /tmp/isolation.json [--visible 3000 --hidden 3000]
+    python -m evals.bench.isolation --out bench/results/isolation.json [--no-acorn]
 
 A principal P sees `visible` chunks of a tenant; the tenant then indexes `hidden` chunks P cannot
 see. BM25 and IDF count visible chunks only, so the question is the dense graph: a tenant's HNSW
@@ -8,9 +8,10 @@ graph links all its points, and a filtered walk passes through ones P cannot see
 with the thresholds lowered so P's searches walk the graph, this measures how many of P's dense
 top-10 lists change (a) after a rebuild without the hidden chunks (the control), (b) after the
 hidden chunks are written, (c) after the optimizer rebuilds the graph with them, and P's
-recall@10 against an exact search before and after. Word-salad chunks over a fixed vocabulary;
-each word a fixed random direction (no model, no download): the point is the engine, not the
-embedder.
+recall@10 against an exact search before and after — with ACORN as the adapters search
+(`service.index.edge.DENSE_FILTERED`), or without (`--no-acorn`). Word-salad chunks over a
+fixed vocabulary, each word a fixed random direction (no model, no download): the point is the
+engine, not the embedder.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def chunks(items: list[str], first: int, acl: str) -> list[Chunk]:
 
 
 async def measure(
-    visible: int, hidden: int, queries: int, path: Path, *, acorn: bool = False
+    visible: int, hidden: int, queries: int, path: Path, *, acorn: bool = True
 ) -> dict[str, Any]:
     spec = collection_spec(DIM, hnsw=HnswSpec(full_scan_threshold_kb=10, indexing_threshold_kb=100))
     idx = EdgeIndex.open(path, dim=DIM, spec=spec)
@@ -163,12 +164,14 @@ def main() -> None:
     ap.add_argument("--visible", type=int, default=3000)
     ap.add_argument("--hidden", type=int, default=3000)
     ap.add_argument("--queries", type=int, default=100)
-    ap.add_argument("--acorn", action="store_true", help="search with Qdrant's ACORN on")
+    ap.add_argument(
+        "--no-acorn", action="store_true", help="without ACORN (the adapters turn it on)"
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "s"
         result = asyncio.run(
-            measure(args.visible, args.hidden, args.queries, path, acorn=args.acorn)
+            measure(args.visible, args.hidden, args.queries, path, acorn=not args.no_acorn)
         )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
