@@ -350,9 +350,9 @@ class QdrantIndex:
         )
         for p in spec.payload_indexes:
             if p.field in present and not p.graph_links:
-                await self._client.delete_payload_index(self.collection, p.field, wait=True)
-                with warnings.catch_warnings():
+                with warnings.catch_warnings():  # local mode: payload indexes have no effect
                     warnings.simplefilter("ignore", UserWarning)
+                    await self._client.delete_payload_index(self.collection, p.field, wait=True)
                     await self._client.create_payload_index(
                         self.collection, p.field, field_schema=_index_params(p), wait=True
                     )

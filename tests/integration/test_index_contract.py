@@ -589,3 +589,71 @@ async def test_edge_brings_a_schema_2_shard_to_per_tenant_graphs(tmp_path: Path)
     hits = await idx.search(query("when are deploy signing keys rotated", limit=1))
     assert docs(hits) == ["release"]
     await idx.close()
+
+
+async def test_qdrant_brings_a_schema_2_collection_to_per_tenant_graphs() -> None:
+    """What a server is asked on opening a collection of the previous release: `m` 0 and every
+    non-tenant payload index re-created without graph links; then the version is recorded."""
+    import warnings
+
+    from qdrant_client import models as qm
+
+    from service.index.qdrant import client_for
+
+    client = client_for(":memory:")
+    await client.create_collection(
+        "v2",
+        vectors_config={"dense": qm.VectorParams(size=DIM, distance=qm.Distance.COSINE)},
+        sparse_vectors_config={"bm25": qm.SparseVectorParams(modifier=qm.Modifier.IDF)},
+        metadata={"ragline_schema_version": 2, "dim": DIM},
+    )
+    with warnings.catch_warnings():  # local mode: payload indexes have no effect
+        warnings.simplefilter("ignore", UserWarning)
+        for field in ("tenant_id", "acl", "doc_id"):
+            await client.create_payload_index(
+                "v2", field, field_schema=qm.PayloadSchemaType.KEYWORD
+            )
+    calls: list[tuple[str, Any]] = []
+    real_update, real_delete = client.update_collection, client.delete_payload_index
+    real_create = client.create_payload_index
+
+    async def update(name: str, **kw: Any) -> Any:
+        calls.append(("update", kw))
+        return await real_update(name, **kw)
+
+    async def delete(name: str, field: str, **kw: Any) -> Any:
+        calls.append(("delete", field))
+        return await real_delete(name, field, **kw)
+
+    async def create(name: str, field: str, **kw: Any) -> Any:
+        calls.append(("create", (field, kw["field_schema"])))
+        return await real_create(name, field, **kw)
+
+    real_get = client.get_collection
+
+    async def get(name: str) -> Any:  # a server reports the indexes local mode ignores
+        info = await real_get(name)
+        kind = qm.PayloadSchemaType.KEYWORD
+        info.payload_schema = {
+            f: qm.PayloadIndexInfo(data_type=kind, points=0) for f in ("tenant_id", "acl", "doc_id")
+        }
+        return info
+
+    client.get_collection = get  # type: ignore[method-assign]
+    client.update_collection = update  # type: ignore[method-assign]
+    client.delete_payload_index = delete  # type: ignore[method-assign]
+    client.create_payload_index = create  # type: ignore[method-assign]
+    spec = collection_spec(DIM)
+    await QdrantIndex(client, "v2", spec, local=True)._ready()
+    hnsw = [kw["hnsw_config"] for op, kw in calls if op == "update" and kw.get("hnsw_config")]
+    assert any(h.m == 0 and h.payload_m == spec.hnsw.payload_m for h in hnsw)
+    assert {f for op, f in calls if op == "delete"} == {"acl", "doc_id"}
+    created = {f: schema for op, (f, schema) in [c for c in calls if c[0] == "create"]}
+    assert set(created) == {"acl", "doc_id", "chunk_ix", "lang"}  # re-created, then missing
+    assert all(schema.enable_hnsw is False for schema in created.values())
+    assert any(
+        kw.get("metadata", {}).get("ragline_schema_version") == 3
+        for op, kw in calls
+        if op == "update"
+    )
+    await client.close()
