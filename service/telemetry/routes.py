@@ -10,9 +10,10 @@ from litestar.exceptions import NotFoundException
 
 from service.telemetry.core import Telemetry
 from service.telemetry.metrics import CONTENT_TYPE
+from service.telemetry.naming import route_name
 
 
-@get("/metrics")
+@get("/metrics", opt=route_name("metrics", quiet=True))
 async def metrics(state: State) -> Response[bytes]:
     tel: Telemetry = state.telemetry
     if tel.metrics is None:

@@ -30,11 +30,13 @@ from evals.compare import differences, quality
 from evals.groundedness import GroundednessScorer, split_sentences
 from evals.judge import Judge
 from evals.prepare import make_key, principal, sync_corpus
+from evals.report_html import write_html
 from evals.results import Report, read_report, write_report
 from evals.runner import SuiteRun
 from evals.suite import CANARY_GROUP, Suite, load_suite
 from service.config import BudgetSettings, Settings, StorageSettings
 from service.generate.extractive import ExtractiveGenerator
+from service.generate.router import GeneratorRouter
 from service.identity import Principal
 from service.index.protocol import Hit, SearchQuery, VectorIndex
 from service.pipeline.answer import AnswerPipeline
@@ -275,7 +277,9 @@ async def test_a_broken_build_fails_the_gate_with_exit_code_3(
         eval_settings,
     )
     broken_pipeline = AnswerPipeline(
-        broken_retriever, ExtractiveGenerator(eval_settings.generator.max_sentences), eval_settings
+        broken_retriever,
+        GeneratorRouter.of(ExtractiveGenerator(eval_settings.generator.max_sentences)),
+        eval_settings,
     )
 
     def broken(suite: Suite, tenant: str) -> InProcessBackend:
@@ -417,8 +421,6 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 def test_the_html_report_renders_in_a_headless_browser(
     in_process_report: Report, tmp_path: Path
 ) -> None:
-    from evals.report_html import write_html
-
     html = tmp_path / "report.html"
     write_html(in_process_report, html)
     shot = tmp_path / "report.png"

@@ -6,21 +6,30 @@ filters and the fusion, each against the same expectations.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import random
+import warnings
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import msgspec
+import numpy as np
 import pytest
+import qdrant_edge as qe
+from qdrant_client import models as qm
 
+from service.config import ConfigError, load_settings
 from service.embed.fake import HashEmbedder
 from service.errors import UpstreamError
-from service.index.edge import EdgeIndex
+from service.index.edge import EdgeIndex, edge_config
 from service.index.engine_fusion import ENGINE_FUSIONS, EngineFusion, replay
 from service.index.filters import parse_filters
 from service.index.protocol import Chunk, Hit, SearchQuery, VectorIndex, point_id
-from service.index.qdrant import QdrantIndex
-from service.index.schema import CollectionSpec, HnswSpec, collection_spec
+from service.index.qdrant import QdrantIndex, client_for
+from service.index.schema import CollectionSpec, HnswSpec, QuantizationSpec, collection_spec
+from service.runtime import open_index
 from service.text.bm25 import doc_vector, query_vector
 
 pytestmark = pytest.mark.integration
@@ -236,9 +245,6 @@ async def test_qdrant_refuses_other_dims() -> None:
 
 
 async def test_runtime_wires_the_qdrant_backend() -> None:
-    from service.config import ConfigError, load_settings
-    from service.runtime import open_index
-
     settings = load_settings(
         environ={
             "RAGLINE_INDEX_BACKEND": "qdrant",
@@ -260,8 +266,6 @@ async def test_runtime_wires_the_qdrant_backend() -> None:
 
 @pytest.mark.parametrize("backend", ["edge", "qdrant-local"])
 async def test_quantized_collections_search_the_same(backend: str, tmp_path: Path) -> None:
-    from service.index.schema import QuantizationSpec
-
     spec = collection_spec(DIM, FIELDS, quantization=QuantizationSpec(kind="scalar_int8"))
     idx: Any
     if backend == "edge":
@@ -452,8 +456,6 @@ VOCAB = (
 def synthetic_texts(n: int, seed: int) -> list[str]:
     """Sentences of real words, reproducible: enough chunks to put a tenant past the
     full-scan threshold without a corpus on disk."""
-    import random
-
     rng = random.Random(seed)
     return [
         " ".join(rng.choice(VOCAB) for _ in range(rng.randint(8, 24))).capitalize() + "."
@@ -464,10 +466,6 @@ def synthetic_texts(n: int, seed: int) -> list[str]:
 def smooth_embed(texts: list[str]) -> Any:
     """A bag of words of fixed random directions: cosines without the hash embedder's ties (two
     chunks tied at a cut-off are ordered by where the engine stores them, see the residuals)."""
-    import hashlib
-
-    import numpy as np
-
     out = np.zeros((len(texts), DIM))
     for row, text in enumerate(texts):
         for term in text.lower().strip(".").split():
@@ -557,12 +555,6 @@ async def test_isolation_holds_past_the_full_scan_threshold(backend: str, tmp_pa
 async def test_edge_brings_a_schema_2_shard_to_per_tenant_graphs(tmp_path: Path) -> None:
     """A shard made by the previous release (collection-wide graph, every payload index with
     graph links) opens as schema 3: no payload index but the tenant's builds links, `m` 0."""
-    import json
-
-    import qdrant_edge as qe
-
-    from service.index.edge import edge_config
-
     spec = collection_spec(DIM, {"year": "integer"})
     old = msgspec.structs.replace(spec, version=2, hnsw=msgspec.structs.replace(spec.hnsw, m=16))
     shard = qe.EdgeShard.create(str(tmp_path / "s"), edge_config(old))
@@ -594,12 +586,6 @@ async def test_edge_brings_a_schema_2_shard_to_per_tenant_graphs(tmp_path: Path)
 async def test_qdrant_brings_a_schema_2_collection_to_per_tenant_graphs() -> None:
     """What a server is asked on opening a collection of the previous release: `m` 0 and every
     non-tenant payload index re-created without graph links; then the version is recorded."""
-    import warnings
-
-    from qdrant_client import models as qm
-
-    from service.index.qdrant import client_for
-
     client = client_for(":memory:")
     await client.create_collection(
         "v2",
