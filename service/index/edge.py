@@ -157,7 +157,9 @@ its tenant it cannot see (docs/security.md, `python -m evals.bench.isolation`). 
 ignore it."""
 
 
-def search_requests(q: SearchQuery, flt: Any, idf_corpus: Any = None) -> list[Any]:
+def search_requests(
+    q: SearchQuery, flt: Any, idf_corpus: Any = None, *, acorn: bool = True
+) -> list[Any]:
     """The engine requests of one search: one batch, one round trip.
 
     With both vectors: the union of the dense and the BM25 top `prefetch`, rescored once by each.
@@ -169,7 +171,7 @@ def search_requests(q: SearchQuery, flt: Any, idf_corpus: Any = None) -> list[An
     """
     vectors: list[tuple[Any, Any]] = []
     if q.dense is not None and q.dense_weight > 0:
-        dense_params = None if flt is None else DENSE_FILTERED
+        dense_params = DENSE_FILTERED if acorn and flt is not None else None
         vectors.append((qe.Query.Nearest(list(q.dense), using=DENSE), dense_params))
     if q.sparse is not None and q.sparse.indices and q.sparse_weight > 0:
         sparse = qe.SparseVector(q.sparse.indices, q.sparse.values)
@@ -224,8 +226,9 @@ def hits_from_results(q: SearchQuery, results: list[Any]) -> list[Hit]:
 
 
 class EdgeIndex:
-    def __init__(self, shard: Any, *, threads: int = 1) -> None:
+    def __init__(self, shard: Any, *, threads: int = 1, acorn: bool = True) -> None:
         self._shard = shard
+        self._acorn = acorn
         self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="edge")
         self._write_lock = asyncio.Lock()
         self._rw = RWLock()
@@ -272,7 +275,7 @@ class EdgeIndex:
                     " or stop it"
                 ) from exc
             raise UpstreamError(f"cannot open the index at {path}: {exc}") from exc
-        return cls(shard, threads=threads)
+        return cls(shard, threads=threads, acorn=spec.hnsw.acorn)
 
     async def _run(self, fn: Any, *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
@@ -325,7 +328,8 @@ class EdgeIndex:
 
     def _search_sync(self, q: SearchQuery) -> list[Hit]:
         flt = _tenant_acl_filter(q.tenant_id, q.identities, q.filter)
-        requests = search_requests(q, flt, _tenant_acl_filter(q.tenant_id, q.identities))
+        corpus = _tenant_acl_filter(q.tenant_id, q.identities)
+        requests = search_requests(q, flt, corpus, acorn=self._acorn)
         if not requests:
             return []
         with self._rw.read():

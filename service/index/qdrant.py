@@ -405,7 +405,8 @@ class QdrantIndex:
         flt = _tenant_acl_filter(query.tenant_id, query.identities, query.filter)
         corpus = _tenant_acl_filter(query.tenant_id, query.identities)
         # local mode searches exactly and warns about graph parameters
-        requests = search_requests(query, flt, corpus, acorn=not self.local)
+        acorn = self.spec.hnsw.acorn and not self.local
+        requests = search_requests(query, flt, corpus, acorn=acorn)
         if not requests:
             return []
         try:
