@@ -54,6 +54,7 @@ def read_jsonl(path: Path) -> Iterator[SourceDoc | LoadError]:
                     acl=acl_value(rec.acl, "record"),
                     metadata=rec.metadata,
                     origin=str(path),
+                    line=n,
                 )
             except (msgspec.DecodeError, ValueError) as exc:
                 yield LoadError(path=str(path), line=n, reason=str(exc))

@@ -19,7 +19,7 @@ from litestar.params import FromPath
 from service.api.body import read_json
 from service.api.caller import caller
 from service.config import Settings
-from service.ingest.documents import SourceDoc
+from service.ingest.documents import LoadError, SourceDoc
 from service.runtime import Runtime
 from service.telemetry.naming import route_name
 
@@ -27,8 +27,19 @@ AnyRequest = Request[Any, Any, Any]
 
 
 class IndexDocuments(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    documents: list[SourceDoc]
+    documents: list[msgspec.Raw]
+    """Each document is decoded on its own: a malformed one fails alone (`documents[i]`)."""
     dry_run: bool = False
+
+
+def decode_documents(raws: list[msgspec.Raw]) -> list[SourceDoc | LoadError]:
+    out: list[SourceDoc | LoadError] = []
+    for i, raw in enumerate(raws):
+        try:
+            out.append(msgspec.json.decode(raw, type=SourceDoc))
+        except msgspec.DecodeError as exc:  # ValidationError included
+            out.append(LoadError(path=f"documents[{i}]", reason=f"invalid document: {exc}"))
+    return out
 
 
 def _json(data: Any) -> Response[bytes]:
@@ -53,7 +64,13 @@ def index_handlers(settings: Settings) -> list[HTTPRouteHandler]:
         rt: Runtime = state.runtime
         who = await caller(request, state, "index")
         body = await read_json(request, IndexDocuments, limit)
-        return _json(await rt.index_service.add(who, body.documents, dry_run=body.dry_run))
+        docs = decode_documents(body.documents)
+        report = await rt.index_service.add(who, docs, dry_run=body.dry_run)
+        # 207: the request was fine, some documents were not (each says why in `documents`)
+        status = 207 if report.failed else 200
+        return Response(
+            msgspec.json.encode(report), media_type="application/json", status_code=status
+        )
 
     @delete("/v1/index/documents/{doc_id:path}", status_code=200, opt=route_name("index_remove"))
     async def delete_document(

@@ -18,6 +18,7 @@ class SourceDoc(msgspec.Struct, kw_only=True):
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)
     markdown: bool = False  # headings give structure for chunking
     origin: str = ""  # the file it came from (absolute path), so --prune can tell it is gone
+    line: int | None = None  # its line in that file (JSONL records), for reports
 
     def content_hash(self, acl: list[str], metadata: dict[str, Any], salt: str = "") -> str:
         """Changes to text, title, ACL or metadata all make a new hash (and a re-index).
