@@ -6,12 +6,16 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from litestar import Litestar
+from litestar.config.cors import CORSConfig
 from litestar.exceptions import HTTPException
 
 from service.admission.middleware import AdmissionMiddleware
 from service.api.auth import KeyCache
+from service.api.docs import openapi_config, swagger_assets
+from service.api.feedback_routes import feedback
 from service.api.index_routes import index_handlers
 from service.api.middleware import RequestIdMiddleware
+from service.api.openai_models import get_model, list_models
 from service.api.openai_routes import chat_completions
 from service.api.problems import http_error_handler, ragline_error_handler, unexpected_error_handler
 from service.api.routes import answer, healthz, readyz, search
@@ -22,6 +26,7 @@ from service.telemetry.core import Telemetry
 from service.telemetry.middleware import TelemetryMiddleware
 from service.telemetry.naming import RouteNames
 from service.telemetry.routes import metrics
+from service.ui.routes import ui_handlers
 
 
 def create_app(
@@ -65,7 +70,12 @@ def create_app(
             readyz,
             metrics,
             chat_completions,
+            list_models,
+            get_model,
+            feedback,
             *index_handlers(settings),
+            *ui_handlers(),
+            swagger_assets(),
         ],
         lifespan=[lifespan],
         middleware=[AdmissionMiddleware],
@@ -75,7 +85,8 @@ def create_app(
             Exception: unexpected_error_handler,
         },
         request_max_body_size=settings.server.max_body_bytes,
-        openapi_config=None,
+        openapi_config=openapi_config(),
+        cors_config=cors_config(settings),
         logging_config=None,  # logging is the process's (`telemetry.logs`), not Litestar's
         debug=False,
     )
@@ -88,3 +99,18 @@ def create_app(
     )
     app.asgi_handler = RequestIdMiddleware(handler)
     return app
+
+
+def cors_config(settings: Settings) -> CORSConfig | None:
+    """CORS for the configured browser origins (`server.cors_origins`); none by default."""
+    origins = settings.server.cors_origins
+    if not origins:
+        return None
+    return CORSConfig(
+        allow_origins=list(origins),
+        allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
+        allow_headers=["Authorization", "Content-Type", "Idempotency-Key", "X-Request-ID"],
+        expose_headers=["X-Request-ID", "Retry-After", "Server-Timing"],
+        allow_credentials=False,  # keys travel in Authorization, never in cookies
+        max_age=600,
+    )

@@ -7,6 +7,7 @@ the key (`database.pool_size` and the variable `RAGLINE_DATABASE_POOL_SIZE`).
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -32,6 +33,10 @@ class ServerSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """TCP port of the HTTP server."""
     max_body_bytes: int = 1_000_000
     """Largest accepted request body; larger bodies get 413."""
+    cors_origins: list[str] = msgspec.field(default_factory=list)
+    """Browser origins (`https://chat.example.com`) allowed to call the API cross-origin, or
+    `["*"]` for any; empty (the default): no CORS headers, so only same-origin pages (the chat
+    page at `/`) can call it from a browser."""
 
 
 class StorageSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -506,6 +511,12 @@ def _check(s: Settings) -> None:
             raise ConfigError(f"setting {key}: must be > 0, got {value}")
     if not 0 < s.server.port < 65536:
         raise ConfigError(f"setting server.port: must be a TCP port, got {s.server.port}")
+    for origin in s.server.cors_origins:
+        if origin != "*" and not re.fullmatch(r"https?://[^/\s]+", origin):
+            raise ConfigError(
+                f"setting server.cors_origins: {origin!r} is not an origin"
+                " (scheme://host[:port], no path) or *"
+            )
     a = s.admission
     for target, hard_cap in (
         ("queue_target_ms", "max_queue_wait_ms"),

@@ -37,6 +37,20 @@ class Problem(msgspec.Struct, kw_only=True, omit_defaults=True):
     request_id: str = ""
 
 
+_OPENAI_TYPES = {
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    409: "conflict_error",
+    429: "rate_limit_error",
+}
+
+
+def openai_error_type(status: int) -> str:
+    """OpenAI's `error.type` for an HTTP status."""
+    return _OPENAI_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+
+
 class RaglineError(Exception):
     """Root of every error Ragline raises on purpose."""
 
@@ -76,9 +90,17 @@ class RaglineError(Exception):
         event.__dict__["error"] = self
         return event
 
-    def to_openai(self) -> dict[str, dict[str, str]]:
-        """OpenAI's error envelope (what the chat-completions stream ends with on an error)."""
-        return {"error": {"message": self.message, "type": "ragline_error", "code": self.code}}
+    def to_openai(self) -> dict[str, dict[str, str | None]]:
+        """OpenAI's error envelope, `{"error": {"message", "type", "code", "param"}}`: the body
+        of an error on the OpenAI-compatible routes, and what their stream ends with."""
+        return {
+            "error": {
+                "message": self.message,
+                "type": openai_error_type(self.status),
+                "code": self.code,
+                "param": None,
+            }
+        }
 
     @staticmethod
     def from_event(event: ErrorEvent) -> RaglineError:

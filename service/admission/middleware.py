@@ -1,6 +1,7 @@
 """Admission as ASGI middleware: it runs before authentication and holds the slot for the whole
 response (a streamed answer included), so in-flight counts what really occupies the service.
-A refusal is written directly as problem+json with `Retry-After` (the error's own
+A refusal is written directly as problem+json (OpenAI's envelope on the OpenAI routes) with
+`Retry-After` (the error's own
 `to_problem()`, as every other error): it costs microseconds. Its stable code is the request's
 recorded code (metrics `code` label, usage record when the key named its tenant).
 """
@@ -15,6 +16,7 @@ from litestar.types import ASGIApp, Receive, Scope, Send
 
 from service import telemetry
 from service.admission.gate import BATCH, INTERACTIVE, AdmissionGate
+from service.api.openai_errors import is_openai_path
 from service.db.keys import hash_key
 from service.errors import PROBLEM_JSON, Overloaded, RateLimited
 from service.request_state import RequestState
@@ -52,7 +54,7 @@ class AdmissionMiddleware:
                 await _tenant_limit_early(scope, runtime, state)
                 await held.enter_async_context(gate.slot(cls))
             except (Overloaded, RateLimited) as exc:
-                await _refuse(exc, state.request_id, send)
+                await _refuse(exc, state.request_id, send, scope["path"])
                 return
             await self.app(scope, receive, send)
 
@@ -78,16 +80,19 @@ async def _tenant_limit_early(scope: Scope, runtime: Any, state: RequestState) -
             return
 
 
-async def _refuse(exc: Overloaded | RateLimited, request_id: str, send: Send) -> None:
+async def _refuse(exc: Overloaded | RateLimited, request_id: str, send: Send, path: str) -> None:
     telemetry.note_error(exc.code)
     body = msgspec.json.encode(exc.to_problem(request_id))
+    media = PROBLEM_JSON.encode()
+    if is_openai_path(path):  # OpenAI clients read OpenAI's envelope
+        body, media = msgspec.json.encode(exc.to_openai()), b"application/json"
     headers = [(k.lower().encode(), v.encode()) for k, v in exc.headers().items()]
     await send(
         {
             "type": "http.response.start",
             "status": exc.status,
             "headers": [
-                (b"content-type", PROBLEM_JSON.encode()),
+                (b"content-type", media),
                 (b"content-length", str(len(body)).encode()),
                 *headers,
             ],

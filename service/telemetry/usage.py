@@ -94,6 +94,10 @@ class UsageWriter:
             self._wake.set()
         return True
 
+    def pending(self, tenant_id: str, request_id: str) -> bool:
+        """Whether this tenant's record of `request_id` is buffered, not yet written."""
+        return any(r.request_id == request_id and r.tenant_id == tenant_id for r in self._buffer)
+
     def start(self) -> None:
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._run(), name="usage-writer")
