@@ -39,6 +39,8 @@ def decode_documents(raws: list[msgspec.Raw]) -> list[SourceDoc | LoadError]:
             out.append(msgspec.json.decode(raw, type=SourceDoc))
         except msgspec.DecodeError as exc:  # ValidationError included
             out.append(LoadError(path=f"documents[{i}]", reason=f"invalid document: {exc}"))
+        except RecursionError:
+            out.append(LoadError(path=f"documents[{i}]", reason="document nested too deeply"))
     return out
 
 
@@ -63,7 +65,7 @@ def index_handlers(settings: Settings) -> list[HTTPRouteHandler]:
     async def add_documents(request: AnyRequest, state: State) -> Response[bytes]:
         rt: Runtime = state.runtime
         who = await caller(request, state, "index")
-        body = await read_json(request, IndexDocuments, limit)
+        body = await read_json(request, IndexDocuments, limit, allow_nul=True)
         docs = decode_documents(body.documents)
         report = await rt.index_service.add(who, docs, dry_run=body.dry_run)
         # 207: the request was fine, some documents were not (each says why in `documents`)

@@ -12,10 +12,11 @@ import msgspec
 from service.config import Settings
 from service.db.documents import registered
 from service.embed.protocol import Embedder
+from service.errors import InvalidRequest
 from service.index.protocol import VectorIndex
 from service.ingest.documents import LoadError, SourceDoc
 from service.ingest.pipeline import Indexer, IngestOptions
-from service.ingest.plan import hash_salt, where
+from service.ingest.plan import BadDocument, check_doc_id, hash_salt, where
 from service.ingest.summary import Failure, Summary, printable
 from service.ops.caller import Caller
 
@@ -117,5 +118,9 @@ class IndexService:
         return IndexReport.of(summary, docs)
 
     async def remove(self, caller: Caller, doc_id: str) -> Summary:
+        try:
+            check_doc_id(doc_id)
+        except BadDocument as exc:
+            raise InvalidRequest(str(exc), code="invalid_doc_id") from None
         async with self.lock:
             return await self._indexer().remove(caller.tenant_id, [doc_id])
