@@ -21,6 +21,8 @@ from typing import Any
 import msgspec
 
 from service.config import Settings
+from service.db.feedback import feedback_since
+from service.db.pool import open_pool
 
 _AGE = re.compile(r"(\d+)([dhm])")
 _UNITS = {"d": "days", "h": "hours", "m": "minutes"}
@@ -41,9 +43,6 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
 
 
 async def export(settings: Settings, tenant: str, since: datetime | None) -> list[dict[str, Any]]:
-    from service.db.feedback import feedback_since
-    from service.db.pool import open_pool
-
     pool = await open_pool(settings)
     try:
         async with pool.acquire() as conn:

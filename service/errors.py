@@ -15,6 +15,9 @@ import msgspec
 
 PROBLEM_TYPE = "https://ragline.dev/problems/"
 PROBLEM_JSON = "application/problem+json"
+OPENAI_ERRORS = "errors_openai"
+"""A route handler's `opt` key: true on the OpenAI-compatible routes, whose errors (the
+admission middleware's refusals too) render as `to_openai()` instead of problem+json."""
 
 
 class ErrorEvent(msgspec.Struct, kw_only=True, tag="error", dict=True):

@@ -16,9 +16,8 @@ from litestar.types import ASGIApp, Receive, Scope, Send
 
 from service import telemetry
 from service.admission.gate import BATCH, INTERACTIVE, AdmissionGate
-from service.api.openai_errors import is_openai_path
 from service.db.keys import hash_key
-from service.errors import PROBLEM_JSON, Overloaded, RateLimited
+from service.errors import OPENAI_ERRORS, PROBLEM_JSON, Overloaded, RateLimited
 from service.request_state import RequestState
 
 CLASS_HEADER = b"x-ragline-class"
@@ -54,7 +53,7 @@ class AdmissionMiddleware:
                 await _tenant_limit_early(scope, runtime, state)
                 await held.enter_async_context(gate.slot(cls))
             except (Overloaded, RateLimited) as exc:
-                await _refuse(exc, state.request_id, send, scope["path"])
+                await _refuse(exc, state.request_id, send, openai=_openai_route(scope))
                 return
             await self.app(scope, receive, send)
 
@@ -80,11 +79,19 @@ async def _tenant_limit_early(scope: Scope, runtime: Any, state: RequestState) -
             return
 
 
-async def _refuse(exc: Overloaded | RateLimited, request_id: str, send: Send, path: str) -> None:
+def _openai_route(scope: Scope) -> bool:
+    """The matched route renders its errors in OpenAI's envelope (`OPENAI_ERRORS` in its opt)."""
+    handler = scope.get("route_handler")
+    return bool(handler is not None and handler.opt.get(OPENAI_ERRORS))
+
+
+async def _refuse(
+    exc: Overloaded | RateLimited, request_id: str, send: Send, *, openai: bool
+) -> None:
     telemetry.note_error(exc.code)
     body = msgspec.json.encode(exc.to_problem(request_id))
     media = PROBLEM_JSON.encode()
-    if is_openai_path(path):  # OpenAI clients read OpenAI's envelope
+    if openai:  # OpenAI clients read OpenAI's envelope
         body, media = msgspec.json.encode(exc.to_openai()), b"application/json"
     headers = [(k.lower().encode(), v.encode()) for k, v in exc.headers().items()]
     await send(

@@ -27,6 +27,9 @@ from litestar.openapi.spec import (
 )
 from litestar.router import Router
 from litestar.static_files import create_static_files_router
+from swagger_ui_bundle import swagger_ui_path  # type: ignore[import-untyped]
+
+from service.telemetry.naming import route_name
 
 ASSETS = "/schema/assets"
 
@@ -83,14 +86,16 @@ def documented(
 
 
 def swagger_dir() -> Path:
-    from swagger_ui_bundle import swagger_ui_path  # type: ignore[import-untyped]
-
     return Path(swagger_ui_path)
 
 
 def swagger_assets() -> Router:
     return create_static_files_router(
-        path=ASSETS, directories=[swagger_dir()], include_in_schema=False, name="swagger-assets"
+        path=ASSETS,
+        directories=[swagger_dir()],
+        include_in_schema=False,
+        name="swagger-assets",
+        opt=route_name("schema_assets", quiet=True),
     )
 
 
@@ -113,6 +118,12 @@ def openapi_config() -> OpenAPIConfig:
         ),
         path="/schema",
         render_plugins=[swagger, YamlRenderPlugin()],
+        openapi_router=Router(
+            "/schema",
+            route_handlers=[],
+            include_in_schema=False,
+            opt=route_name("schema", quiet=True),
+        ),
         components=Components(
             security_schemes={
                 "bearer": SecurityScheme(type="http", scheme="bearer", description="API key")

@@ -16,15 +16,17 @@ from litestar.types import ExceptionHandlersMap
 
 from service import telemetry
 from service.api.problems import from_http, from_unexpected
-from service.errors import RaglineError
+from service.errors import OPENAI_ERRORS, RaglineError
 from service.request_state import RequestState
+from service.telemetry.naming import route_name
 
 AnyRequest = Request[Any, Any, Any]
 
 
-def is_openai_path(path: str) -> bool:
-    """The OpenAI-compatible routes, whose errors use OpenAI's envelope (middleware asks too)."""
-    return path in ("/v1/chat/completions", "/v1/models") or path.startswith("/v1/models/")
+def openai_route(name: str) -> dict[str, Any]:
+    """The `opt` of an OpenAI-compatible route: its telemetry name, and that its errors (the
+    admission middleware's refusals too) are in OpenAI's envelope."""
+    return {**route_name(name), OPENAI_ERRORS: True}
 
 
 def openai_bytes(exc: RaglineError) -> bytes:

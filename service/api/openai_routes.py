@@ -18,7 +18,7 @@ from litestar.response import Stream
 from service.api.body import read_json
 from service.api.caller import caller
 from service.api.docs import documented
-from service.api.openai_errors import OPENAI_EXCEPTION_HANDLERS
+from service.api.openai_errors import OPENAI_EXCEPTION_HANDLERS, openai_route
 from service.api.openai_schemas import (
     CHUNK_OBJECT,
     AssistantMessage,
@@ -36,7 +36,6 @@ from service.errors import ErrorEvent, RaglineError
 from service.ops.answer import AnswerRun, ChatArgs
 from service.pipeline.events import Done, Source, Sources, Token
 from service.runtime import Runtime
-from service.telemetry.naming import route_name
 
 _enc = msgspec.json.Encoder()
 
@@ -100,7 +99,7 @@ async def _chunks(run: AnswerRun, model: str, include_usage: bool) -> AsyncGener
 @post(
     "/v1/chat/completions",
     status_code=200,
-    opt=route_name("chat"),
+    opt=openai_route("chat"),
     exception_handlers=OPENAI_EXCEPTION_HANDLERS,
     operation_class=documented(ChatRequest, ChatCompletion, streams=True),
 )

@@ -14,6 +14,8 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.router import Router
 from litestar.static_files import create_static_files_router
 
+from service.telemetry.naming import route_name
+
 STATIC = Path(__file__).resolve().parent / "static"
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
@@ -27,7 +29,7 @@ PAGE_HEADERS = {
 }
 
 
-@get("/", include_in_schema=False)
+@get("/", include_in_schema=False, opt=route_name("chat_page", quiet=True))
 async def chat_page() -> Response[bytes]:
     return Response(
         (STATIC / "index.html").read_bytes(),
@@ -43,5 +45,6 @@ def ui_handlers() -> list[HTTPRouteHandler | Router]:
         include_in_schema=False,
         cache_control=None,
         name="ui",
+        opt=route_name("chat_page_assets", quiet=True),
     )
     return [chat_page, assets]

@@ -14,8 +14,11 @@ from typing import Any
 
 import httpx
 import msgspec
+import openai
 import pytest
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
+from service.cli import main
 from tests.helpers import auth, index_files, make_key, write
 from tests.integration.conftest import GenApp
 from tests.serving import serve
@@ -53,8 +56,6 @@ def ask(text: str) -> list[dict[str, str]]:
 async def test_streamed_chunks_parse_strictly_with_the_sdk_models(
     server: str, keys: dict[str, str]
 ) -> None:
-    from openai.types.chat import ChatCompletionChunk
-
     body = {
         "model": "ragline",
         "stream": True,
@@ -97,9 +98,6 @@ async def test_streamed_chunks_parse_strictly_with_the_sdk_models(
 
 
 async def test_sdk_streaming_and_not(server: str, keys: dict[str, str]) -> None:
-    import openai
-    from openai.types.chat import ChatCompletion
-
     client = openai.AsyncOpenAI(base_url=server + "/v1", api_key=keys["main"], max_retries=0)
     try:
         whole = await client.chat.completions.with_raw_response.create(
@@ -129,8 +127,6 @@ async def test_sdk_streaming_and_not(server: str, keys: dict[str, str]) -> None:
 
 
 async def test_models_are_listed_and_retrieved(server: str, keys: dict[str, str]) -> None:
-    import openai
-
     client = openai.AsyncOpenAI(base_url=server + "/v1", api_key=keys["main"], max_retries=0)
     try:
         page = await client.models.list()
@@ -146,12 +142,15 @@ async def test_models_are_listed_and_retrieved(server: str, keys: dict[str, str]
     async with httpx.AsyncClient(base_url=server) as http:
         raw = (await http.get("/v1/models", headers=auth(keys["main"]))).json()
         assert raw["object"] == "list" and raw["data"][0]["object"] == "model"
-        assert (await http.get("/v1/models")).status_code == 401
+        # the same static list for everyone: no key needed; a key sent is checked
+        anonymous = await http.get("/v1/models")
+        assert anonymous.status_code == 200 and anonymous.json() == raw
+        wrong = await http.get("/v1/models", headers=auth("rk_nope"))
+        assert wrong.status_code == 401 and wrong.json()["error"]["code"] == "invalid_key"
+        assert (await http.get("/v1/models/ragline")).status_code == 200
 
 
 async def test_errors_on_openai_routes_are_openai_shaped(server: str, keys: dict[str, str]) -> None:
-    import openai
-
     bad = openai.AsyncOpenAI(base_url=server + "/v1", api_key="rk_nope", max_retries=0)
     good = openai.AsyncOpenAI(base_url=server + "/v1", api_key=keys["main"], max_retries=0)
     try:
@@ -189,7 +188,6 @@ async def test_sdk_closing_a_stream_cancels_the_upstream(
     gen_app: GenApp, keys: dict[str, str]
 ) -> None:
     """`gen_app` generates with the slow stub upstream (same database and index)."""
-    import openai
 
     key = keys["main"]
     await gen_app.upstream.control(reset=True)
@@ -294,7 +292,6 @@ async def test_feedback_is_stored_per_tenant_and_exported(
                 if await conn.fetchval("SELECT 1 FROM usage_records WHERE request_id = $1", rid):
                     break
             await asyncio.sleep(0.1)
-    from service.cli import main
 
     monkeypatch.setenv("RAGLINE_DATABASE_URL", runtime.settings.database.url)
     out = tmp_path / "fb.jsonl"

@@ -139,7 +139,7 @@
     if (!info) return;
     if (info.abstained) {
       view.turn.classList.add("abstained");
-      badge(view, "Not answered: the sources do not say", "warn");
+      badge(view, "Not answered from the sources (no source cited)", "warn");
     }
     if (info.abstained) {
       // no claim to ground: a groundedness score would mislead

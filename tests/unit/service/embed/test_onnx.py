@@ -1,0 +1,121 @@
+"""The ONNX embedder gives sentence-transformers' vectors, and its export is cached."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from service.embed import onnx_export
+from service.embed.onnx import OnnxEmbedder
+from service.embed.protocol import packaged_model_dir
+from service.embed.torch_st import SentenceTransformerEmbedder
+
+pytestmark = pytest.mark.integration
+
+ENGLISH = [
+    "Statins lower LDL cholesterol in patients with type 2 diabetes.",
+    "Where can I download last quarter's expense report?",
+    "The API returns 429 when the tenant exceeds its rate limit.",
+    "ok",
+    "Beta-blockers after myocardial infarction: do they still reduce mortality in 2024?",
+]
+HINDI_HINGLISH = [
+    "क्या मैं अपना ऑर्डर रद्द कर सकता हूँ?",
+    "डायबिटीज़ के मरीज़ों को कौन से फल खाने चाहिए?",
+    "कंपनी की छुट्टी नीति क्या है",
+    "order cancel kaise karu, refund kitne din mein aayega?",
+    "bhai server phir se down hai, logs check karo",
+    "HR policy mein maternity leave kitni hai?",
+]
+LONG = " ".join(["Retrieval quality depends on chunking, embeddings and reranking."] * 60)
+TEXTS = [*ENGLISH, *HINDI_HINGLISH, LONG]
+
+
+@pytest.fixture(scope="module")
+def onnx_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("state") / "models" / "onnx"
+
+
+@pytest.fixture(scope="module")
+def embedder(onnx_dir: Path) -> OnnxEmbedder:
+    return onnx_export.load_onnx_embedder(packaged_model_dir(), onnx_dir, threads=2)
+
+
+@pytest.fixture(scope="module")
+def reference() -> SentenceTransformerEmbedder:
+    return SentenceTransformerEmbedder(packaged_model_dir(), threads=2)
+
+
+def test_shape_and_norms(embedder: OnnxEmbedder) -> None:
+    assert (embedder.dim, embedder.max_tokens) == (384, 256)
+    vectors = embedder.embed(TEXTS)
+    assert vectors.shape == (len(TEXTS), 384)
+    assert vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert embedder.embed([]).shape == (0, 384)
+
+
+@pytest.mark.parametrize("texts", [ENGLISH, HINDI_HINGLISH, [LONG]], ids=["en", "hi", "long"])
+def test_matches_sentence_transformers(
+    embedder: OnnxEmbedder, reference: SentenceTransformerEmbedder, texts: list[str]
+) -> None:
+    cosine = (embedder.embed(texts) * reference.embed(texts)).sum(axis=1)
+    assert cosine.min() >= 0.99999, cosine
+
+
+def test_batch_equals_single(embedder: OnnxEmbedder) -> None:
+    batched = embedder.embed(TEXTS)
+    singles = np.vstack([embedder.embed([t]) for t in TEXTS])
+    np.testing.assert_allclose(batched, singles, atol=1e-5)
+
+
+def test_count_tokens_matches_tokenizer(
+    embedder: OnnxEmbedder, reference: SentenceTransformerEmbedder
+) -> None:
+    tokenizer = reference._model.tokenizer
+    expected = [len(tokenizer(t, add_special_tokens=True)["input_ids"]) for t in TEXTS]
+    assert embedder.count_tokens(TEXTS) == expected
+    assert reference.count_tokens(TEXTS) == expected
+    assert embedder.count_tokens([LONG])[0] > embedder.max_tokens  # counts are not truncated
+    assert embedder.count_tokens([""]) == [2]  # [CLS] [SEP]
+
+
+def test_second_load_reuses_export(
+    embedder: OnnxEmbedder, onnx_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    info = json.loads((onnx_dir / "export.json").read_text())
+    assert info["min_cosine"] >= 0.99999
+    inode = (onnx_dir / "model.onnx").stat().st_ino
+
+    def no_export(model_dir: Path, out_dir: Path) -> None:
+        raise AssertionError("re-exported a current export")
+
+    monkeypatch.setattr(onnx_export, "_export_and_verify", no_export)
+    again = onnx_export.load_onnx_embedder(packaged_model_dir(), onnx_dir, threads=1)
+    assert (onnx_dir / "model.onnx").stat().st_ino == inode
+    np.testing.assert_allclose(again.embed(ENGLISH), embedder.embed(ENGLISH), atol=1e-5)
+
+
+def test_changed_weights_trigger_export(
+    embedder: OnnxEmbedder, onnx_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stale = tmp_path / "onnx"
+    shutil.copytree(onnx_dir, stale)
+    info = json.loads((stale / "export.json").read_text())
+    (stale / "export.json").write_text(json.dumps({**info, "source_sha256": "0" * 64}))
+
+    class Exported(Exception):
+        pass
+
+    def fake_export(model_dir: Path, out_dir: Path) -> None:
+        raise Exported
+
+    monkeypatch.setattr(onnx_export, "_export_and_verify", fake_export)
+    with pytest.raises(Exported):
+        onnx_export.export_onnx(packaged_model_dir(), stale)
+    assert (stale / "model.onnx").is_file()  # a failed export leaves the old one in place
+    assert not list(tmp_path.glob(".onnx.tmp-*"))
