@@ -16,9 +16,11 @@ from typing import Any
 import httpx
 import pytest
 
+from indexing.cli import add_namespace
+from indexing.remote import remote_add
+from service.db.documents import registered
 from service.db.runs import last_runs
-from service.ingest.documents import SourceDoc
-from service.ingest.plan import MAX_DOC_ID_CHARS, BadDocument, check_document
+from service.ingest.plan import MAX_DOC_ID_CHARS
 from tests.adversarial.conftest import ragline
 from tests.helpers import auth, make_key, write
 
@@ -37,9 +39,8 @@ async def listed(capsys: pytest.CaptureFixture[str], tenant: str) -> set[str]:
     return {r["doc_id"] for r in rows if r["status"] == "indexed"}
 
 
-async def test_jsonl_bad_records_fail_alone_with_their_line(
-    cli_env: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def bad_jsonl(path: Path) -> Path:
+    """Four good records among six bad ones (lines 2, 4, 5, 7, 8 and 9)."""
     lines = [
         record("good-1", "Kestrel rota: the night shift starts at ten."),
         record("nul-text", "Bad\u0000text with a NUL byte in it."),
@@ -52,8 +53,14 @@ async def test_jsonl_bad_records_fail_alone_with_their_line(
         json.dumps({"id": "no-text", "title": "missing text"}),
         record("good-4", "Plover rota: holidays are swapped on request."),
     ]
-    path = cli_env / "records.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+async def test_jsonl_bad_records_fail_alone_with_their_line(
+    cli_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = bad_jsonl(cli_env / "records.jsonl")
     assert (await ragline(capsys, "tenants", "create", "badrec"))[0] == 0
 
     code, s = await ragline(capsys, "index", "add", str(path), "--tenant", "badrec",
@@ -112,24 +119,21 @@ async def test_folder_with_bad_files_indexes_the_good_ones(
     assert code == 1 and "caf\\xff\\xfe.md" in flat and "nul.md" in flat
 
 
-def test_planner_rejects_what_storage_cannot_hold() -> None:
-    ok = SourceDoc(doc_id="ok", text="fine", title="fine", metadata={"team": "eng"})
-    check_document(ok)
-    bad = [
-        SourceDoc(doc_id="", text="x"),
-        SourceDoc(doc_id="   ", text="x"),
-        SourceDoc(doc_id="a\nb", text="x"),
-        SourceDoc(doc_id="a\x00b", text="x"),
-        SourceDoc(doc_id="\udcff", text="x"),
-        SourceDoc(doc_id="i" * (MAX_DOC_ID_CHARS + 1), text="x"),
-        SourceDoc(doc_id="ok", text="x\x00"),
-        SourceDoc(doc_id="ok", text="x", title="\ud800"),
-        SourceDoc(doc_id="ok", text="x", metadata={"k": "v\x00"}),
-        SourceDoc(doc_id="ok", text="x", acl=["group:a\x00"]),
-    ]
-    for doc in bad:
-        with pytest.raises(BadDocument):
-            check_document(doc)
+async def test_the_same_through_a_running_service(
+    runtime: Any, server: str, tmp_path: Path
+) -> None:
+    """`index add --url`: the client plans with the same DocPlanner, so the same records fail
+    with the same lines, and the good ones are indexed by the service."""
+    writer = await make_key(runtime, "badremote", "bot", scopes=["index"])
+    path = bad_jsonl(tmp_path / "records.jsonl")
+    s = await remote_add(server, writer, add_namespace(paths=[str(path)], public=True))
+    assert (s.added, s.failed) == (4, 6)
+    assert sorted(e.line or 0 for e in s.errors) == [2, 4, 5, 7, 8, 9]
+    async with runtime.pool.acquire() as conn:
+        rows = await registered(conn, "badremote")
+    assert {d for d, r in rows.items() if r.status == "indexed"} == {
+        f"good-{i}" for i in range(1, 5)
+    }
 
 
 async def test_index_api_answers_per_document(runtime: Any, http: httpx.AsyncClient) -> None:
