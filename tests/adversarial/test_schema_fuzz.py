@@ -20,7 +20,6 @@ import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from schemathesis import GenerationMode
 
-from service.api.openai_errors import is_openai_path
 from tests.helpers import make_key
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
@@ -30,6 +29,12 @@ EXAMPLES = 25
 SKIP = re.compile(r"^/(schema|ui|static)(/|$)")
 """The schema and the chat page's files: static, not API operations."""
 CODE = re.compile(r"^[a-z][a-z0-9_]*$")
+OPENAI = re.compile(r"^/v1/(chat/completions|models)(/|$)")
+"""The OpenAI-compatible routes: their errors are OpenAI's envelope, not problem+json."""
+
+
+def is_openai_path(path: str) -> bool:
+    return OPENAI.match(path) is not None
 
 
 def violation(method: str, path: str, resp: schemathesis.Response) -> str | None:
