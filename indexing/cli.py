@@ -18,6 +18,7 @@ from indexing.remote import remote_add, remote_rm, unreachable
 from service import telemetry
 from service.cli import cmd_serve, emit, with_pool
 from service.config import Settings
+from service.db.audit import cli_actor, record
 from service.db.documents import list_documents, tenant_stats
 from service.db.keys import create_key
 from service.db.pool import open_pool
@@ -100,7 +101,7 @@ async def index_add(
             BarProgress(total, label, enabled=None if enabled else False) as bar,
             telemetry.span("sync", paths=len(args.paths)),
         ):
-            return await indexer.add(
+            summary = await indexer.add(
                 args.tenant,
                 docs(),
                 allow=args.allow or [],
@@ -110,8 +111,30 @@ async def index_add(
                 prune=prune_scope(roots, selection) if args.prune else None,
                 progress=bar,
             )
+        extra = {"allow": sorted(args.allow or []), "public": args.public, "prune": args.prune}
+        await _audit(indexer, args.tenant, "documents.add", summary, extra)
+        return summary
     finally:
         await close()
+
+
+async def _audit(
+    indexer: Indexer, tenant: str, action: str, summary: Summary, extra: dict[str, Any]
+) -> None:
+    """An indexing run from the CLI in the audit log: counts and the ACL given, never paths or
+    text (service/db/audit.py)."""
+    if summary.dry_run or not (summary.added or summary.updated or summary.removed):
+        return
+
+    counts = {f: getattr(summary, f) for f in ("added", "updated", "removed", "failed")}
+    async with indexer.pool.acquire() as conn:
+        await record(
+            conn,
+            tenant_id=tenant,
+            actor=cli_actor(),
+            action=action,
+            details=counts | extra | {"run_id": summary.run_id},
+        )
 
 
 def _remote(args: argparse.Namespace, settings: Settings) -> tuple[str, str] | None:
@@ -174,7 +197,10 @@ def cmd_index_rm(args: argparse.Namespace, settings: Settings) -> int:
         indexer, close = await open_indexer(settings, dry_run=args.dry_run)
         try:
             with telemetry.span("sync", doc_ids=len(args.doc_ids)):
-                return await indexer.remove(args.tenant, args.doc_ids, dry_run=args.dry_run)
+                summary = await indexer.remove(args.tenant, args.doc_ids, dry_run=args.dry_run)
+            extra = {"doc_ids": list(args.doc_ids)[:1000]}
+            await _audit(indexer, args.tenant, "documents.remove", summary, extra)
+            return summary
         finally:
             await close()
 

@@ -10,6 +10,7 @@ from litestar.config.cors import CORSConfig
 from litestar.exceptions import HTTPException
 
 from service.admission.middleware import AdmissionMiddleware
+from service.api.admin_routes import admin_handlers
 from service.api.auth import KeyCache
 from service.api.docs import openapi_config, swagger_assets
 from service.api.feedback_routes import feedback
@@ -19,6 +20,8 @@ from service.api.openai_models import get_model, list_models
 from service.api.openai_routes import chat_completions
 from service.api.problems import http_error_handler, ragline_error_handler, unexpected_error_handler
 from service.api.routes import answer, healthz, readyz, search
+from service.auth.jwt import JwtVerifier
+from service.auth.revocation import AuthWatch
 from service.config import Settings
 from service.errors import RaglineError
 from service.runtime import Runtime
@@ -40,7 +43,9 @@ def create_app(
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         rt = runtime or await Runtime.open(settings)
         app.state.runtime = rt
-        app.state.key_cache = KeyCache()
+        app.state.key_cache = KeyCache(jwt=JwtVerifier(rt.pool))
+        app.state.auth_watch = AuthWatch(app.state.key_cache, rt.pool, rt.caching.redis)
+        await app.state.auth_watch.start()
         app.state.telemetry = tel
         tel.start(
             rt.pool,
@@ -59,6 +64,9 @@ def create_app(
             if unobserve is not None:
                 unobserve()
             await tel.close()
+            await app.state.auth_watch.close()
+            if app.state.key_cache.jwt is not None:
+                await app.state.key_cache.jwt.close()
             if runtime is None:
                 await rt.close()
 
@@ -74,6 +82,7 @@ def create_app(
             get_model,
             feedback,
             *index_handlers(settings),
+            *admin_handlers(),
             *ui_handlers(),
             swagger_assets(),
         ],

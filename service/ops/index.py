@@ -10,6 +10,7 @@ import asyncpg
 import msgspec
 
 from service.config import Settings
+from service.db.audit import record_index_change
 from service.db.documents import registered
 from service.embed.protocol import Embedder
 from service.errors import InvalidRequest
@@ -115,7 +116,13 @@ class IndexService:
         bad one fails alone and the report says, per document, what became of it."""
         async with self.lock:
             summary = await self._indexer().add(caller.tenant_id, docs, dry_run=dry_run, kind="api")
-        return IndexReport.of(summary, docs)
+        report = IndexReport.of(summary, docs)
+        # the audit trail is stored text: ids as printable as reports show them, NUL escaped
+        ids = [d.doc_id.replace("\x00", "\\x00") for d in report.documents if d.doc_id]
+        await record_index_change(
+            self.pool, caller.principal, "documents.add", ids, summary, caller.request_id
+        )
+        return report
 
     async def remove(self, caller: Caller, doc_id: str) -> Summary:
         try:
@@ -123,4 +130,8 @@ class IndexService:
         except BadDocument as exc:
             raise InvalidRequest(str(exc), code="invalid_doc_id") from None
         async with self.lock:
-            return await self._indexer().remove(caller.tenant_id, [doc_id])
+            summary = await self._indexer().remove(caller.tenant_id, [doc_id])
+        await record_index_change(
+            self.pool, caller.principal, "documents.remove", [doc_id], summary, caller.request_id
+        )
+        return summary

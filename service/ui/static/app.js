@@ -68,6 +68,32 @@
     }
   }
 
+  // Sources are Markdown: show their inline markup as text would read (tags dropped, links and
+  // images as their text) and **bold** as bold. Built as DOM nodes, never as HTML.
+  function readable(text) {
+    return text
+      .replace(/<\/?[a-zA-Z][^>]*>/g, "")
+      .replace(/!\[([^\]]*)\]\([^)]*\)/g, "$1")
+      .replace(/\[([^\]]+)\]\([^)]*\)/g, "$1");
+  }
+
+  function inline(text) {
+    const nodes = [];
+    const plain = readable(text);
+    const bold = /\*\*([^*]+)\*\*/g;
+    let last = 0;
+    let m;
+    while ((m = bold.exec(plain)) !== null) {
+      if (m.index > last) nodes.push(document.createTextNode(plain.slice(last, m.index)));
+      const b = document.createElement("strong");
+      b.textContent = m[1];
+      nodes.push(b);
+      last = bold.lastIndex;
+    }
+    if (last < plain.length) nodes.push(document.createTextNode(plain.slice(last)));
+    return nodes;
+  }
+
   // The answer's text, with each [S1] marker a link to its source in this turn's list.
   function renderAnswer(el, text, turn) {
     const nodes = [];
@@ -75,7 +101,7 @@
     let last = 0;
     let m;
     while ((m = marker.exec(text)) !== null) {
-      if (m.index > last) nodes.push(document.createTextNode(text.slice(last, m.index)));
+      if (m.index > last) nodes.push(...inline(text.slice(last, m.index)));
       const a = document.createElement("a");
       a.className = "cite";
       a.href = `#src-${turn}-${m[1]}`;
@@ -84,7 +110,7 @@
       nodes.push(a);
       last = marker.lastIndex;
     }
-    if (last < text.length) nodes.push(document.createTextNode(text.slice(last)));
+    if (last < text.length) nodes.push(...inline(text.slice(last)));
     el.replaceChildren(...nodes);
   }
 
@@ -117,7 +143,7 @@
       const snippet = document.createElement("p");
       snippet.className = "snippet";
       snippet.dir = "auto";
-      snippet.textContent = s.snippet;
+      snippet.replaceChildren(...inline(s.snippet));
       li.append(snippet);
       return li;
     });
