@@ -20,6 +20,7 @@ from service.api.openai_models import get_model, list_models
 from service.api.openai_routes import chat_completions
 from service.api.problems import http_error_handler, ragline_error_handler, unexpected_error_handler
 from service.api.routes import answer, healthz, readyz, search
+from service.api.source_routes import source_handlers
 from service.auth.jwt import JwtVerifier
 from service.auth.revocation import AuthWatch
 from service.config import Settings
@@ -82,6 +83,7 @@ def create_app(
             get_model,
             feedback,
             *index_handlers(settings),
+            *source_handlers(),
             *admin_handlers(),
             *ui_handlers(),
             swagger_assets(),

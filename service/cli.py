@@ -29,6 +29,7 @@ from service.db.keys import (
 )
 from service.db.tenants import create_tenant, list_tenants
 from service.errors import RaglineError
+from service.local_server import announce, withdraw
 from service.runtime import limit_native_threads
 from service.telemetry import logs
 
@@ -41,15 +42,24 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     logs.install(settings.telemetry.log_format, settings.telemetry.log_level)
     host = args.host or settings.server.host
     port = args.port or settings.server.port
+    app = create_app(settings)
+    local = None
+    if settings.index.backend == "edge":  # CLI commands on this state dir go through us
+        local = announce(settings.state_dir, host, port)
+        app.state.local_token = local.token
     print(f"Ragline serving on http://{host}:{port}", flush=True)
-    uvicorn.run(
-        create_app(settings),
-        host=host,
-        port=port,
-        log_level="warning",
-        access_log=False,
-        log_config=None,  # uvicorn's lines go through the redacting JSON handler too
-    )
+    try:
+        uvicorn.run(
+            app,
+            host=host,
+            port=port,
+            log_level="warning",
+            access_log=False,
+            log_config=None,  # uvicorn's lines go through the redacting JSON handler too
+        )
+    finally:
+        if local is not None:
+            withdraw(settings.state_dir, local)
     return 0
 
 

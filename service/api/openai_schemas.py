@@ -72,20 +72,22 @@ class ChatUsage(msgspec.Struct, kw_only=True):
 class RaglineInfo(msgspec.Struct, kw_only=True):
     """What `done` carries besides the text: for clients that know Ragline (the chat page too).
 
-    `abstained`: the answer cites no source (the sources do not answer the question);
+    `abstained`: the sources do not answer the question; the message says so in its language;
+    `confidence`: the estimated chance (0..1) that the answer (or the abstention) is right;
     `groundedness`: share of the answer its cited sources support (0..1), null when not scored.
     """
 
     request_id: str
     cache: str
     citations: list[str]
-    abstained: bool
     groundedness: float | None
     degraded: list[str]
     sources: list[Source]
     timings_ms: dict[str, float]
     generator: str
     prompt_version: str
+    abstained: bool
+    confidence: float | None
 
 
 class ChatCompletion(msgspec.Struct, kw_only=True):

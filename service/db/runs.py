@@ -71,6 +71,22 @@ async def finish_run(conn: asyncpg.Connection, run_id: int, status: str, stats: 
     )
 
 
+async def record_run(
+    conn: asyncpg.Connection, tenant_id: str, kind: str, status: str, stats: Any
+) -> int:
+    """A run that is over as it is recorded (a client's own run, reported after the fact)."""
+    return int(
+        await conn.fetchval(
+            "INSERT INTO ingest_runs (tenant_id, kind, stats, status, finished_at)"
+            " VALUES ($1, $2, $3, $4, now()) RETURNING run_id",
+            tenant_id,
+            kind,
+            stats,
+            status,
+        )
+    )
+
+
 async def reap_interrupted(conn: asyncpg.Connection, tenant_id: str | None = None) -> list[int]:
     """Mark `running` runs whose owner is gone (their lock is free) as `interrupted`."""
     rows = await conn.fetch(

@@ -7,7 +7,8 @@
                                             no offset means UTC; a datetime match is an
                                             exact-instant range
 
-Conditions are AND-ed. `tenant_id`, `acl` and other reserved fields can never be filtered on.
+Conditions are AND-ed. `tenant_id`, `acl` and other reserved fields can never be filtered on,
+except `lang` (a keyword: `{"lang": "hi"}`, `{"lang": {"any": ["en", "hi"]}}`).
 The parsed form is adapter-neutral; each index adapter translates it into its engine's filter.
 """
 
@@ -27,6 +28,8 @@ FieldType = Literal["keyword", "integer", "float", "bool", "datetime"]
 RANGE_OPS = ("gt", "gte", "lt", "lte")
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 """Integer metadata is stored as 64-bit integers: a filter value beyond is refused (422)."""
+FILTERABLE_RESERVED: dict[str, FieldType] = {"lang": "keyword"}
+"""Reserved payload fields a client may filter on (they say nothing about other tenants)."""
 
 
 class Match(msgspec.Struct, frozen=True):
@@ -111,9 +114,9 @@ def parse_filters(raw: Any, declared: Mapping[str, FieldType]) -> FilterSpec | N
         raise InvalidRequest("filters must be a JSON object", code="invalid_filter")
     conds: list[Condition] = []
     for field, spec in raw.items():
-        if field in RESERVED_PAYLOAD:
+        if field in RESERVED_PAYLOAD and field not in FILTERABLE_RESERVED:
             raise _bad(field, "reserved; it cannot be filtered on")
-        ftype = declared.get(field)
+        ftype = FILTERABLE_RESERVED.get(field) or declared.get(field)
         if ftype is None:
             raise _bad(field, f"not a declared metadata field (declared: {sorted(declared)})")
         if isinstance(spec, dict):

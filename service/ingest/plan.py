@@ -22,10 +22,12 @@ from service.identity import PUBLIC, is_identity
 from service.index.protocol import Chunk
 from service.ingest.chunking import ChunkText, chunk_document
 from service.ingest.documents import LoadError, SourceDoc
+from service.ingest.links import chunk_links
+from service.ingest.relink import content_unchanged, needs_relink, public_link
 from service.ingest.summary import Failure, Progress, Summary, printable
 from service.text.bm25 import SparseVec, doc_vector
 
-CHUNKER_VERSION = "1"
+CHUNKER_VERSION = "2"  # 2: MkDocs directives removed; code, lists, tables keep lines
 TOMBSTONE_SPARSE = SparseVec([], [])
 MAX_DOC_ID_CHARS = 512
 """Document ids longer than this are refused (they key points, rows, URLs and logs)."""
@@ -163,6 +165,8 @@ class DocPlanner:
         """Document ids of this run, and where each was first seen."""
         self.errored: set[str] = set()
         """Paths that failed to load (or held a duplicate): prune nothing under them."""
+        self.relinks: list[tuple[SourceDoc, str]] = []
+        """Unchanged documents whose link changed (with their hash): rewritten in place."""
 
     def plan(self, item: SourceDoc | LoadError) -> Settled | Changed:
         if isinstance(item, LoadError):
@@ -193,9 +197,12 @@ class DocPlanner:
             failure = Failure(path=at, line=item.line, reason=str(exc), doc_id=item.doc_id)
             return Settled(doc_id=item.doc_id, action="failed", failure=failure)
         metadata = {**item.metadata, **self.meta}
+        public_link(item)
         digest = item.content_hash(acl, metadata, self.salt)
         old = self.known.get(item.doc_id)
-        if old is not None and old.content_hash == digest and old.status == "indexed":
+        if old is not None and content_unchanged(item, acl, metadata, self.salt, digest, old):
+            if needs_relink(item, digest, old):  # a link is not content: written in place
+                self.relinks.append((item, digest))
             return Settled(doc_id=item.doc_id, action="unchanged")
         return Changed(doc=item, acl=acl, metadata=metadata, digest=digest, old=old, where=at)
 
@@ -259,6 +266,7 @@ class ChunkedDoc(msgspec.Struct, kw_only=True):
         version. The pipeline deletes the tombstones right after.
         """
         d = self.doc
+        links = chunk_links(d, self.pieces)
         out = [
             Chunk(
                 tenant_id=self.tenant_id,
@@ -266,7 +274,7 @@ class ChunkedDoc(msgspec.Struct, kw_only=True):
                 chunk_ix=i,
                 text=p.text,
                 title=p.title(d.title),
-                source_uri=d.source_uri,
+                source_uri=links[i],
                 lang=d.lang,
                 acl=self.acl,
                 doc_version=self.version,

@@ -28,6 +28,7 @@ class Registered(msgspec.Struct, kw_only=True):
     status: str
     origin: str
     chunks: int
+    source_uri: str = ""
 
 
 class Registry(msgspec.Struct, kw_only=True):
@@ -104,6 +105,7 @@ class IndexService:
                 status=r.status,
                 origin=r.origin,
                 chunks=r.chunk_count,
+                source_uri=r.source_uri,
             )
             for r in rows.values()
         ]
