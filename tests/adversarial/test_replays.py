@@ -77,11 +77,12 @@ async def test_replay_after_the_cited_document_is_deleted(
     assert replay["cache"] == "hit" and spy.calls == 1  # nothing changed: a real replay
 
     await Indexer(runtime.pool, runtime.index, runtime.embedder).remove(tenant, ["vault.md"])
-    after = await ask(http, key, idem, chat=chat)
-    assert after["cache"] == "miss" and spy.calls == 2
+    after = await ask(http, key, idem, chat=chat)  # answered afresh (it may abstain: no source)
+    assert after["cache"] == "miss"
     assert "vault.md" not in after["docs"] and "Thursday" not in after["answer"]
+    calls = spy.calls
     again = await ask(http, key, idem, chat=chat)  # the fresh answer is what replays now
-    assert again["cache"] == "hit" and again["answer"] == after["answer"] and spy.calls == 2
+    assert again["cache"] == "hit" and again["answer"] == after["answer"] and spy.calls == calls
 
 
 async def test_replay_after_an_acl_change_hides_the_cited_document(
@@ -116,4 +117,3 @@ async def test_the_same_key_from_a_principal_with_fewer_groups_is_not_replayed(
         other = await ask(http, key, idem)
         assert other["cache"] == "miss"
         assert "vault.md" not in other["docs"] and "Thursday" not in other["answer"]
-    assert spy.calls == 3
