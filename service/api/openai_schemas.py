@@ -10,7 +10,7 @@ encoded, so a constant such as `object` is a required field there (no default), 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -37,9 +37,13 @@ class StreamOptions(msgspec.Struct, kw_only=True):
     include_usage: bool = False
 
 
+MAX_MODEL_CHARS = 256
+
+
 class ChatRequest(msgspec.Struct, kw_only=True):
     messages: list[ChatMessage]
-    model: str = "ragline"
+    model: Annotated[str, msgspec.Meta(max_length=MAX_MODEL_CHARS)] = "ragline"
+    """Echoed in the response (OpenAI's wire format), so bounded: a longer one is a 422."""
     stream: bool = False
     max_tokens: MaxTokens | None = None
     max_completion_tokens: MaxTokens | None = None

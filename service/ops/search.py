@@ -11,7 +11,7 @@ from service.config import Settings
 from service.index.filters import parse_filters
 from service.index.protocol import Hit
 from service.ops.caller import Caller
-from service.ops.steps import admit, bounded_top_k
+from service.ops.steps import admit, bounded_top_k, require_text
 from service.pipeline.budget import Budget
 from service.pipeline.retrieve import Retrieval
 
@@ -39,6 +39,7 @@ class SearchService:
         self.limiter = limiter
 
     async def search(self, caller: Caller, args: SearchArgs) -> SearchResult:
+        require_text(args.query)
         await admit(self.limiter, caller)
         s = self.settings
         filters = parse_filters(args.filters, s.retrieval.metadata_fields)

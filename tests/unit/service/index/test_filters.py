@@ -75,6 +75,28 @@ def test_a_datetime_match_is_an_exact_instant() -> None:
     assert spec is not None and spec.conditions == (Range("published", gte=instant, lte=instant),)
 
 
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"year": 2**63},
+        {"year": -(2**63) - 1},
+        {"year": {"any": [1, 2**64]}},
+        {"year": {"gte": 10**400}},
+        {"score": 10**400},
+        {"score": {"lt": -(10**309)}},
+    ],
+)
+def test_numbers_beyond_what_the_index_stores_are_refused(raw: dict[str, object]) -> None:
+    with pytest.raises(InvalidRequest) as err:
+        parse_filters(raw, DECLARED)
+    assert err.value.code == "invalid_filter" and err.value.status == 422
+
+
+def test_the_64_bit_edges_are_accepted() -> None:
+    spec = parse_filters({"year": {"gte": -(2**63), "lte": 2**63 - 1}}, DECLARED)
+    assert spec is not None and spec.conditions == (Range("year", gte=-(2**63), lte=2**63 - 1),)
+
+
 def test_lang_is_the_one_reserved_field_a_client_may_filter_on() -> None:
     spec = parse_filters({"lang": "hi"}, DECLARED)  # type: ignore[arg-type]
     assert spec is not None and spec.conditions == (Match("lang", "hi"),)
