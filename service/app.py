@@ -24,10 +24,15 @@ from service.telemetry.routes import metrics
 
 
 def create_app(
-    settings: Settings, runtime: Runtime | None = None, telemetry: Telemetry | None = None
+    settings: Settings,
+    runtime: Runtime | None = None,
+    telemetry: Telemetry | None = None,
+    *,
+    owns_runtime: bool = False,
 ) -> Litestar:
     """Build the app; it opens its own runtime unless one is given (tests share one), and its
-    own telemetry from `settings.telemetry` unless one is given (tests capture spans)."""
+    own telemetry from `settings.telemetry` unless one is given (tests capture spans). A given
+    runtime is closed with the app only when `owns_runtime` (`ragline serve` opens it first)."""
     tel = telemetry or Telemetry(settings)
 
     @asynccontextmanager
@@ -41,7 +46,7 @@ def create_app(
             yield
         finally:
             await tel.close()
-            if runtime is None:
+            if runtime is None or owns_runtime:
                 await rt.close()
 
     app = Litestar(

@@ -44,26 +44,15 @@ async def with_pool(settings: Settings, fn: Callable[[Any], Awaitable[int]]) -> 
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
-    import uvicorn
-
-    from service.app import create_app
     from service.runtime import limit_native_threads
+    from service.server import serve
     from service.telemetry import logs
 
     limit_native_threads(settings.embedder.threads)
     logs.install(settings.telemetry.log_format, settings.telemetry.log_level)
     host = args.host or settings.server.host
     port = args.port or settings.server.port
-    print(f"Ragline serving on http://{host}:{port}", flush=True)
-    uvicorn.run(
-        create_app(settings),
-        host=host,
-        port=port,
-        log_level="warning",
-        access_log=False,
-        log_config=None,  # uvicorn's lines go through the redacting JSON handler too
-    )
-    return 0
+    return asyncio.run(serve(settings, host, port))
 
 
 def cmd_tenants_create(args: argparse.Namespace, settings: Settings) -> int:

@@ -10,7 +10,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -32,6 +32,18 @@ class ServerSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """TCP port of the HTTP server."""
     max_body_bytes: int = 1_000_000
     """Largest accepted request body; larger bodies get 413."""
+    body_timeout_ms: Annotated[float, msgspec.Meta(gt=0)] = 10_000.0
+    """A `/v1/` request's whole body must arrive within this, counted from its headers, or it
+    gets 408 `body_timeout`. The body is read after authentication and before admission, so a
+    slow sender holds no admission slot meanwhile."""
+    shutdown_drain_ms: Annotated[float, msgspec.Meta(ge=0)] = 2_000.0
+    """On SIGTERM: how long `/readyz` says not-ready (and new `/v1/` requests get 503
+    `shutting_down` with Retry-After) before the listener closes, so load balancers stop
+    sending first."""
+    shutdown_grace_ms: Annotated[float, msgspec.Meta(ge=0)] = 30_000.0
+    """On SIGTERM, after the drain: how long in-flight requests (streams included) may take to
+    finish before they are cancelled; then usage records flush and the index and PostgreSQL
+    close."""
 
 
 class StorageSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -46,6 +58,16 @@ class DatabaseSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     """Connections opened at start-up."""
     pool_max: int = 8
     """Upper bound of the connection pool."""
+    timeout_ms: Annotated[float, msgspec.Meta(gt=0)] = 1_000.0
+    """Deadline of each request-path PostgreSQL call (key lookup, index version, registry),
+    pool wait included; a miss (or a refused connection) is a 503 `dependency_unavailable`
+    with Retry-After, and marks the database down until a probe answers."""
+    connect_timeout_ms: Annotated[float, msgspec.Meta(gt=0)] = 5_000.0
+    """Deadline of opening one connection (also at start-up: a server that does not answer
+    stops `ragline serve` with a message instead of a hang)."""
+    probe_interval_ms: Annotated[float, msgspec.Meta(gt=0)] = 1_000.0
+    """How often the service checks PostgreSQL while it is up (`SELECT 1`); while down it
+    checks twice as often, and in embedded mode restarts the server it owns if it died."""
 
 
 class RedisSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -112,6 +134,20 @@ class AdmissionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     """A batch request queues only if its predicted wait is within this."""
     batch_max_queue_wait_ms: float = 10_000.0
     """Hard cap on a batch request's wait once queued."""
+    key_max_concurrent: Annotated[int, msgspec.Meta(gt=0)] = 32
+    """Requests of one API key in progress at once (reading its body, queued or running);
+    more get 429 `concurrency_limited` at once."""
+    tenant_max_concurrent: Annotated[int, msgspec.Meta(gt=0)] = 64
+    """Requests of one tenant in progress at once (all its keys); more get 429
+    `concurrency_limited` at once."""
+    auth_failures_per_ip: Annotated[int, msgspec.Meta(gt=0)] = 20
+    """Failed authentications one client address may make per `auth_failure_window_s`; after
+    that its requests get 429 `auth_failures` without a key lookup."""
+    auth_failure_window_s: Annotated[float, msgspec.Meta(gt=0)] = 60.0
+    """Window of `auth_failures_per_ip`."""
+    auth_lookups: Annotated[int, msgspec.Meta(gt=0)] = 4
+    """Key lookups (PostgreSQL round trips for keys not in the key cache) running at once;
+    more wait for one of them, within `database.timeout_ms`."""
     retry_after_s: float = 1.0
     """`Retry-After` of a 503 overload answer."""
 
@@ -192,6 +228,11 @@ class IndexingSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
 class RetrievalSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     top_k: int = 5
     """Sources returned by default."""
+    max_filter_values: Annotated[int, msgspec.Meta(gt=0)] = 64
+    """Values one `any` filter may list; more get 422 `filter_too_large`."""
+    max_filter_terms: Annotated[int, msgspec.Meta(gt=0)] = 256
+    """Values all of a request's filter conditions may hold together (a match or a range
+    bound counts one); more get 422 `filter_too_large`."""
     max_top_k: int = 20
     """Largest `top_k` a client may ask for."""
     prefetch: int = 50
@@ -343,6 +384,9 @@ class TelemetrySettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     """Log one structured line per API request when it ends."""
     usage_records: bool = True
     """Write one usage record per API request to PostgreSQL, batched off the request path."""
+    metrics_token: str = ""
+    """When set, `GET /metrics` needs `Authorization: Bearer <metrics_token>` (401 otherwise).
+    Empty (the default): `/metrics` is open; bind the server to a private interface then."""
     usage_buffer: int = 10_000
     """Usage records held while PostgreSQL is slow or down; beyond it they are dropped (counted)."""
     usage_batch: int = 500

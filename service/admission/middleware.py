@@ -1,26 +1,48 @@
-"""Admission as ASGI middleware: it runs before authentication and holds the slot for the whole
-response (a streamed answer included), so in-flight counts what really occupies the service.
-A refusal is written directly as problem+json with `Retry-After` (the error's own
-`to_problem()`, as every other error): it costs microseconds. Its stable code is the request's
-recorded code (metrics `code` label, usage record when the key named its tenant).
+"""Admission as ASGI middleware, in the order that keeps a slow or hostile client from holding
+what others need (ARCHITECTURE §1):
+
+1. While shutting down (SIGTERM), a 503 `shutting_down` with `Retry-After`.
+2. Identify the caller from its headers (`service.api.auth.identify`): a missing or unknown key
+   is a 401 before anything else is spent, and a client address over its failed-authentication
+   budget gets keys looked up only in the key cache (429 `auth_failures` otherwise).
+3. Count the request against its key's and tenant's concurrency caps (429
+   `concurrency_limited`), and take its token from the tenant's bucket (429 `rate_limited`).
+4. Read the whole body within `server.body_timeout_ms` of the headers (408 `body_timeout`;
+   413 when it is too large), holding no slot meanwhile.
+5. Only then take an admission slot (503 `overloaded` when none is free in time), hold it for
+   the whole response (a streamed answer included), and hand the app the body already read.
+
+A refusal is written directly as problem+json (the error's own `to_problem()`, as every other
+error), with `Retry-After` where it has one; its stable code is the request's recorded code
+(metrics `code` label, usage record when the key named its tenant).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from typing import Any
 
 import msgspec
-from litestar.types import ASGIApp, Receive, Scope, Send
+from litestar import Request
+from litestar.types import ASGIApp, HTTPRequestEvent, Receive, ReceiveMessage, Scope, Send
 
 from service import telemetry
 from service.admission.gate import BATCH, INTERACTIVE, AdmissionGate
-from service.db.keys import hash_key
-from service.errors import PROBLEM_JSON, Overloaded, RateLimited
+from service.api.auth import identify
+from service.errors import (
+    PROBLEM_JSON,
+    Overloaded,
+    PayloadTooLarge,
+    RaglineError,
+    RequestTimeout,
+    Unauthorized,
+)
 from service.request_state import RequestState
 
 CLASS_HEADER = b"x-ragline-class"
 GUARDED_PREFIX = "/v1/"
+INDEX_PREFIX = "/v1/index/"
 
 
 def admission_class(scope: Scope) -> str:
@@ -31,6 +53,15 @@ def admission_class(scope: Scope) -> str:
     return INTERACTIVE
 
 
+def client_address(scope: Scope) -> str:
+    client = scope.get("client")
+    return str(client[0]) if client else ""
+
+
+class ClientGone(Exception):
+    """The client disconnected before its body arrived: nothing to answer."""
+
+
 class AdmissionMiddleware:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -39,49 +70,107 @@ class AdmissionMiddleware:
         if scope["type"] != "http" or not scope["path"].startswith(GUARDED_PREFIX):  # type: ignore[comparison-overlap]
             await self.app(scope, receive, send)
             return
+        app_state = scope["app"].state
+        runtime = getattr(app_state, "runtime", None)
+        if runtime is None:
+            await self.app(scope, receive, send)
+            return
         state = RequestState.from_scope(scope)
         state.admission = cls = admission_class(scope)
         telemetry.annotate(admission=cls)
-        runtime = getattr(scope["app"].state, "runtime", None)
-        gate: AdmissionGate | None = getattr(runtime, "gate", None)
-        if gate is None:
-            await self.app(scope, receive, send)
-            return
+        deadline = asyncio.get_running_loop().time() + (
+            runtime.settings.server.body_timeout_ms / 1000
+        )
         async with contextlib.AsyncExitStack() as held:
             try:
-                await _tenant_limit_early(scope, runtime, state)
-                await held.enter_async_context(gate.slot(cls))
-            except (Overloaded, RateLimited) as exc:
+                principal = await _identify(scope, runtime, app_state.key_cache)
+                state.principal = principal
+                held.enter_context(runtime.guard.concurrency.hold(principal))
+                await runtime.limiter.admit(principal.tenant_id, cls)
+                state.tenant_admitted = True
+                body = await _read_body(scope, receive, _body_limit(scope, runtime), deadline)
+                gate: AdmissionGate | None = runtime.gate
+                if gate is not None:
+                    await held.enter_async_context(gate.slot(cls))
+            except ClientGone:
+                return
+            except RaglineError as exc:
                 await _refuse(exc, state.request_id, send)
                 return
-            await self.app(scope, receive, send)
+            await self.app(scope, _replay(body, receive), send)
 
 
-async def _tenant_limit_early(scope: Scope, runtime: Any, state: RequestState) -> None:
-    """A key seen recently names its tenant without a database trip: check the tenant's bucket
-    before queueing, so a tenant over its limit gets its 429 at once. Otherwise the route
-    checks after authentication.
-    """
-    key_cache = getattr(scope["app"].state, "key_cache", None)
-    if key_cache is None:
-        return
+async def _identify(scope: Scope, runtime: Any, key_cache: Any) -> Any:
+    if runtime.draining:
+        raise Overloaded(
+            "the service is shutting down; retry on another replica",
+            retry_after=runtime.settings.admission.retry_after_s,
+            code="shutting_down",
+        )
+    address = client_address(scope)
+    blocked = runtime.guard.may_look_up(address) is not None
+    with telemetry.stage("auth"):
+        try:
+            return await identify(Request(scope), runtime, key_cache, lookup=not blocked)
+        except Unauthorized:
+            runtime.guard.auth_failed(address)
+            raise
+
+
+def _body_limit(scope: Scope, runtime: Any) -> int:
+    s = runtime.settings
+    if scope["path"].startswith(INDEX_PREFIX):
+        return max(s.server.max_body_bytes, s.indexing.max_body_bytes)  # type: ignore[no-any-return]
+    return s.server.max_body_bytes  # type: ignore[no-any-return]
+
+
+async def _read_body(scope: Scope, receive: Receive, limit: int, deadline: float) -> bytes:
+    """The whole request body, by `deadline` (408) and within `limit` bytes (413)."""
     for name, value in scope.get("headers", []):
-        if name == b"authorization":
-            scheme, _, key = value.decode("latin-1").partition(" ")
-            if scheme.lower() != "bearer" or not key.strip():
-                return
-            found, principal = key_cache.get(hash_key(key.strip()))
-            if found and principal is not None:
-                telemetry.set_principal(principal.tenant_id, principal.key_id)
-                await runtime.limiter.admit(principal.tenant_id, state.admission)
-                state.tenant_admitted = True
-            return
+        if name == b"content-length" and value.isdigit() and int(value) > limit:
+            raise PayloadTooLarge(f"body is larger than {limit} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async with asyncio.timeout_at(deadline):
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    raise ClientGone
+                chunk: bytes = message.get("body", b"")  # type: ignore[assignment]
+                size += len(chunk)
+                if size > limit:
+                    raise PayloadTooLarge(f"body is larger than {limit} bytes")
+                chunks.append(chunk)
+                if not message.get("more_body", False):
+                    return b"".join(chunks)
+    except TimeoutError:
+        raise RequestTimeout(
+            "the request body did not arrive in time; send it at once after the headers"
+        ) from None
 
 
-async def _refuse(exc: Overloaded | RateLimited, request_id: str, send: Send) -> None:
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """The app reads the body already received, then the connection's own messages
+    (a disconnect) as before."""
+    sent = False
+
+    async def replay() -> ReceiveMessage:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return HTTPRequestEvent(type="http.request", body=body, more_body=False)
+        return await receive()
+
+    return replay
+
+
+async def _refuse(exc: RaglineError, request_id: str, send: Send) -> None:
     telemetry.note_error(exc.code)
     body = msgspec.json.encode(exc.to_problem(request_id))
     headers = [(k.lower().encode(), v.encode()) for k, v in exc.headers().items()]
+    if request_id:
+        headers.append((b"x-request-id", request_id.encode()))
     await send(
         {
             "type": "http.response.start",

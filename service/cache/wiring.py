@@ -4,8 +4,6 @@ L1/L2, keys, visibility, the caching batcher and retriever, idempotency and answ
 
 from __future__ import annotations
 
-import asyncpg
-
 from service.cache.answers import CachingPipeline
 from service.cache.embeddings import CachingBatcher
 from service.cache.flights import RemoteFlights
@@ -17,6 +15,7 @@ from service.cache.stats import Stats
 from service.cache.store import L1Cache, TieredCache
 from service.cache.visibility import VisibilityResolver
 from service.config import Settings
+from service.db.health import Database
 from service.embed.batcher import MicroBatcher
 from service.embed.protocol import Embedder
 from service.index.protocol import VectorIndex
@@ -26,7 +25,7 @@ from service.rerank.stage import RerankStage
 
 
 class Caching:
-    def __init__(self, settings: Settings, pool: asyncpg.Pool, stats: Stats) -> None:
+    def __init__(self, settings: Settings, db: Database, stats: Stats) -> None:
         c = settings.cache
         self.settings = settings
         self.enabled = c.enabled
@@ -35,7 +34,7 @@ class Caching:
         self.cache = TieredCache(L1Cache(c.l1_max_entries, c.l1_max_bytes), self.redis, stats)
         self.keys = Keys(settings.redis.prefix, "", "")
         self.visibility = VisibilityResolver(
-            pool, ttl_s=c.visibility_ttl_s, timeout_ms=c.version_timeout_ms, stats=stats
+            db, ttl_s=c.visibility_ttl_s, timeout_ms=c.version_timeout_ms, stats=stats
         )
         self.idempotency = IdempotencyStore(
             self.redis,

@@ -1,0 +1,111 @@
+"""What admission checks about the client before it may hold anything: failed authentications
+per client address, and requests in progress per key and per tenant.
+
+A slow or hostile client must not hold what others need. So a request is authenticated and its
+whole body read (under `server.body_timeout_ms`) before it may take an admission slot; while it
+does so it counts against its key's and tenant's concurrency caps (429 `concurrency_limited`
+beyond them), and a client address that keeps failing authentication is refused without a key
+lookup (429 `auth_failures`), so a flood of invalid keys costs a dictionary lookup each.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from service.cache.stats import Stats
+from service.config import AdmissionSettings
+from service.errors import RateLimited
+from service.identity import Principal
+
+_MAX_ADDRESSES = 100_000
+"""Failure windows kept at once (an address flood cannot grow memory without bound)."""
+
+
+class FailedAuth:
+    """Failed authentications per client address, in fixed windows."""
+
+    def __init__(self, limit: int, window_s: float) -> None:
+        self.limit = limit
+        self.window_s = window_s
+        self._windows: dict[str, tuple[float, int]] = {}
+
+    def _window(self, address: str, now: float) -> tuple[float, int]:
+        start, count = self._windows.get(address, (now, 0))
+        if now - start >= self.window_s:
+            return now, 0
+        return start, count
+
+    def retry_after(self, address: str) -> float | None:
+        """Seconds until `address` may try unknown keys again, or None when it may now."""
+        now = time.monotonic()
+        start, count = self._window(address, now)
+        if count < self.limit:
+            return None
+        return max(0.0, start + self.window_s - now)
+
+    def failed(self, address: str) -> None:
+        now = time.monotonic()
+        start, count = self._window(address, now)
+        if len(self._windows) >= _MAX_ADDRESSES and address not in self._windows:
+            self._windows = {a: w for a, w in self._windows.items() if now - w[0] < self.window_s}
+            if len(self._windows) >= _MAX_ADDRESSES:
+                self._windows.clear()
+        self._windows[address] = (start, count + 1)
+
+
+class Concurrency:
+    """Requests in progress per key and per tenant, each capped."""
+
+    def __init__(self, key_max: int, tenant_max: int, retry_after_s: float) -> None:
+        self.key_max = key_max
+        self.tenant_max = tenant_max
+        self.retry_after_s = retry_after_s
+        self.keys: dict[str, int] = {}
+        self.tenants: dict[str, int] = {}
+
+    @contextmanager
+    def hold(self, principal: Principal) -> Iterator[None]:
+        key = principal.key_id or f"user:{principal.user_id}"
+        tenant = principal.tenant_id
+        if self.keys.get(key, 0) >= self.key_max:
+            raise self._refusal(f"this key already has {self.key_max} requests in progress")
+        if self.tenants.get(tenant, 0) >= self.tenant_max:
+            raise self._refusal(f"this tenant already has {self.tenant_max} requests in progress")
+        self.keys[key] = self.keys.get(key, 0) + 1
+        self.tenants[tenant] = self.tenants.get(tenant, 0) + 1
+        try:
+            yield
+        finally:
+            _decrement(self.keys, key)
+            _decrement(self.tenants, tenant)
+
+    def _refusal(self, message: str) -> RateLimited:
+        return RateLimited(message, retry_after=self.retry_after_s, code="concurrency_limited")
+
+
+def _decrement(counts: dict[str, int], name: str) -> None:
+    left = counts[name] - 1
+    if left:
+        counts[name] = left
+    else:
+        del counts[name]
+
+
+class ClientGuard:
+    def __init__(self, settings: AdmissionSettings, stats: Stats) -> None:
+        self.failures = FailedAuth(settings.auth_failures_per_ip, settings.auth_failure_window_s)
+        self.concurrency = Concurrency(
+            settings.key_max_concurrent, settings.tenant_max_concurrent, settings.retry_after_s
+        )
+        self.stats = stats
+        stats.gauge("admission_keys_in_progress", lambda: float(len(self.concurrency.keys)))
+
+    def may_look_up(self, address: str) -> float | None:
+        """None when `address` may have unknown keys looked up; else its Retry-After."""
+        return self.failures.retry_after(address)
+
+    def auth_failed(self, address: str) -> None:
+        self.stats.inc("auth_failures")
+        self.failures.failed(address)
