@@ -11,8 +11,9 @@ lookup (429 `auth_failures`), so a flood of invalid keys costs a dictionary look
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from service.cache.stats import Stats
 from service.config import AdmissionSettings
@@ -24,12 +25,15 @@ _MAX_ADDRESSES = 100_000
 
 
 class FailedAuth:
-    """Failed authentications per client address, in fixed windows."""
+    """Failed authentications per client address, in fixed windows. Authentications still in
+    progress count as failures until they end (each distinct key once), so a burst of
+    concurrent bad keys cannot all slip under the budget before the first one fails."""
 
     def __init__(self, limit: int, window_s: float) -> None:
         self.limit = limit
         self.window_s = window_s
         self._windows: dict[str, tuple[float, int]] = {}
+        self.pending: dict[str, dict[bytes, int]] = {}
 
     def _window(self, address: str, now: float) -> tuple[float, int]:
         start, count = self._windows.get(address, (now, 0))
@@ -41,7 +45,7 @@ class FailedAuth:
         """Seconds until `address` may try unknown keys again, or None when it may now."""
         now = time.monotonic()
         start, count = self._window(address, now)
-        if count < self.limit:
+        if count + len(self.pending.get(address, ())) < self.limit:
             return None
         return max(0.0, start + self.window_s - now)
 
@@ -85,7 +89,7 @@ class Concurrency:
         return RateLimited(message, retry_after=self.retry_after_s, code="concurrency_limited")
 
 
-def _decrement(counts: dict[str, int], name: str) -> None:
+def _decrement(counts: dict[Any, int], name: Any) -> None:
     left = counts[name] - 1
     if left:
         counts[name] = left
@@ -93,19 +97,61 @@ def _decrement(counts: dict[str, int], name: str) -> None:
         del counts[name]
 
 
+class RecentlyValid:
+    """Digests of keys that authenticated recently: an address over its failure budget (a NAT
+    shared with an attacker) still gets these looked up, and nothing else."""
+
+    def __init__(self, ttl_s: float = 600.0, max_keys: int = 100_000) -> None:
+        self.ttl_s = ttl_s
+        self.max_keys = max_keys
+        self._seen: dict[bytes, float] = {}
+
+    def add(self, digest: bytes) -> None:
+        if len(self._seen) >= self.max_keys and digest not in self._seen:
+            self._seen.clear()
+        self._seen[digest] = time.monotonic() + self.ttl_s
+
+    def __contains__(self, digest: object) -> bool:
+        until = self._seen.get(digest) if isinstance(digest, bytes) else None
+        return until is not None and until > time.monotonic()
+
+
 class ClientGuard:
     def __init__(self, settings: AdmissionSettings, stats: Stats) -> None:
         self.failures = FailedAuth(settings.auth_failures_per_ip, settings.auth_failure_window_s)
+        self.recently_valid = RecentlyValid()
         self.concurrency = Concurrency(
             settings.key_max_concurrent, settings.tenant_max_concurrent, settings.retry_after_s
         )
         self.stats = stats
         stats.gauge("admission_keys_in_progress", lambda: float(len(self.concurrency.keys)))
 
-    def may_look_up(self, address: str) -> float | None:
-        """None when `address` may have unknown keys looked up; else its Retry-After."""
-        return self.failures.retry_after(address)
+    @contextmanager
+    def authenticating(self, address: str, digest: bytes) -> Iterator[Callable[[bytes], bool]]:
+        """Around one authentication of the key `digest` from `address`: yields which digests
+        may cost a lookup (any, unless the address is over its failed-authentication budget;
+        then only keys that were valid recently), and counts the key as pending meanwhile."""
+        allowed = (
+            _any_key
+            if self.failures.retry_after(address) is None
+            else self.recently_valid.__contains__
+        )
+        pending = self.failures.pending.setdefault(address, {})
+        pending[digest] = pending.get(digest, 0) + 1
+        try:
+            yield allowed
+        finally:
+            _decrement(pending, digest)
+            if not pending:
+                self.failures.pending.pop(address, None)
+
+    def auth_succeeded(self, digest: bytes) -> None:
+        self.recently_valid.add(digest)
 
     def auth_failed(self, address: str) -> None:
         self.stats.inc("auth_failures")
         self.failures.failed(address)
+
+
+def _any_key(digest: bytes) -> bool:
+    return True

@@ -29,7 +29,8 @@ from litestar.types import ASGIApp, HTTPRequestEvent, Receive, ReceiveMessage, S
 
 from service import telemetry
 from service.admission.gate import BATCH, INTERACTIVE, AdmissionGate
-from service.api.auth import identify
+from service.api.auth import bearer_key, identify
+from service.db.keys import hash_key
 from service.errors import (
     PROBLEM_JSON,
     Overloaded,
@@ -108,13 +109,17 @@ async def _identify(scope: Scope, runtime: Any, key_cache: Any) -> Any:
             code="shutting_down",
         )
     address = client_address(scope)
-    blocked = runtime.guard.may_look_up(address) is not None
-    with telemetry.stage("auth"):
-        try:
-            return await identify(Request(scope), runtime, key_cache, lookup=not blocked)
-        except Unauthorized:
-            runtime.guard.auth_failed(address)
-            raise
+    request: Request[Any, Any, Any] = Request(scope)
+    guard = runtime.guard
+    try:
+        digest = hash_key(bearer_key(request))
+        with telemetry.stage("auth"), guard.authenticating(address, digest) as may_look_up:
+            principal = await identify(request, runtime, key_cache, may_look_up=may_look_up)
+    except Unauthorized:
+        guard.auth_failed(address)
+        raise
+    guard.auth_succeeded(digest)
+    return principal
 
 
 def _body_limit(scope: Scope, runtime: Any) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Any
 
 from litestar import Request
@@ -68,11 +69,12 @@ async def identify(
     runtime: Runtime,
     cache: KeyCache,
     *,
-    lookup: bool = True,
+    may_look_up: Callable[[bytes], bool] | None = None,
 ) -> Principal:
-    """The principal the request's key names (no scope check). With `lookup` False (a client
-    address over its failed-authentication budget) only keys in the cache are known; anything
-    else is a 429 `auth_failures` without a database trip."""
+    """The principal the request's key names (no scope check). A key not in the cache is looked
+    up only if `may_look_up(digest)` (admission: not for an address over its failed-
+    authentication budget, unless the key was valid recently); else 429 `auth_failures`
+    without a database trip."""
     key = bearer_key(request)
     if not key.startswith(KEY_PREFIX) or len(key) > MAX_KEY_CHARS:
         raise Unauthorized("unknown or revoked API key", code="invalid_key")
@@ -80,7 +82,7 @@ async def identify(
     found, principal = cache.get(digest)
     telemetry.set_attrs(key_cache="hit" if found else "miss")
     if not found:
-        if not lookup:
+        if may_look_up is not None and not may_look_up(digest):
             raise RateLimited(
                 "too many failed authentications from this address; retry later",
                 retry_after=runtime.settings.admission.auth_failure_window_s,
