@@ -186,6 +186,11 @@ class IndexSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     search_threads: int = 1
     """Threads Qdrant Edge may use for one search."""
     qdrant_api_key: str = ""
+    timeout_ms: Annotated[float, msgspec.Meta(gt=0)] = 2_000.0
+    """Deadline of each call to a Qdrant server (`backend = "qdrant"`; rounded up to whole
+    seconds) and of the `/readyz` index check; searches are further bounded by
+    `budget.search_ms`. A server that refuses is a 503 `dependency_unavailable`, one that never
+    answers a 504 `budget_exceeded` at the search deadline."""
     """API key of the Qdrant server (backend `qdrant`); never logged."""
     shards: int = 1
     """Shards of the collection when Ragline creates it on a Qdrant server or cluster."""

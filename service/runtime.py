@@ -75,6 +75,7 @@ def open_index(settings: Settings, dim: int) -> VectorIndex:
         settings.index.collection,
         spec,
         api_key=settings.index.qdrant_api_key,
+        timeout_s=settings.index.timeout_ms / 1000,
     )
 
 
