@@ -25,7 +25,7 @@ from service.ops.answer import AnswerArgs, AnswerService, AnswerSource
 from service.ops.caller import Caller
 from service.ops.search import SearchArgs, SearchService
 from service.pipeline.events import event_name
-from service.pipeline.retrieve import Retriever
+from service.pipeline.retrieve import Retrieval
 
 BATCH_CLASS_HEADER = "X-Ragline-Class"
 """Admission control sheds or queues batch traffic before interactive traffic."""
@@ -146,7 +146,7 @@ class InProcessBackend:
 
     def __init__(
         self,
-        retriever: Retriever,
+        retriever: Retrieval,
         answers: AnswerSource,
         settings: Settings,
         principal: Principal,

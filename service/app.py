@@ -20,6 +20,7 @@ from service.errors import RaglineError
 from service.runtime import Runtime
 from service.telemetry.core import Telemetry
 from service.telemetry.middleware import TelemetryMiddleware
+from service.telemetry.naming import RouteNames
 from service.telemetry.routes import metrics
 
 
@@ -41,10 +42,22 @@ def create_app(
         app.state.runtime = rt
         app.state.key_cache = KeyCache()
         app.state.telemetry = tel
-        tel.start(rt.pool, queues={"embed": rt.batcher.depth}, stats=rt.stats)
+        tel.start(
+            rt.pool,
+            queues={"embed": rt.batcher.depth},
+            stats=rt.stats,
+            breakers=rt.router.breakers,
+        )
+        unobserve = (
+            rt.pipeline.grounder.add_observer(tel.metrics.groundedness.observe)
+            if tel.metrics is not None
+            else None
+        )
         try:
             yield
         finally:
+            if unobserve is not None:
+                unobserve()
             await tel.close()
             if runtime is None or owns_runtime:
                 await rt.close()
@@ -73,6 +86,10 @@ def create_app(
     )
     # Outside routing, so unknown paths (404) and wrong methods (405) get a request id, a span
     # and a count too; Litestar's own `middleware=` runs only for matched routes.
-    handler = TelemetryMiddleware(app.asgi_handler, tel) if tel.enabled else app.asgi_handler
+    handler = (
+        TelemetryMiddleware(app.asgi_handler, tel, RouteNames(app))
+        if tel.enabled
+        else app.asgi_handler
+    )
     app.asgi_handler = RequestIdMiddleware(handler)
     return app

@@ -1,6 +1,12 @@
 """The runtime: every long-lived part (database pool, index, embedder, pipeline), opened once.
 
-The app's lifespan and the CLI both build it here, so there is one wiring place.
+The app's lifespan and the CLI both build it here, so there is one wiring place. `Runtime`
+composes the request path explicitly, each cache in front of the part it caches:
+
+    MicroBatcher ← CachingEmbedder ← Retriever ← CachingRetriever ← AnswerPipeline
+        (GeneratorRouter: chains of Generators) ← CachingPipeline (`answers`)
+
+(the caching wrappers only when `cache.enabled`; `CachingPipeline` always, for idempotency).
 """
 
 from __future__ import annotations
@@ -17,8 +23,12 @@ import asyncpg
 from service.admission.buckets import TenantLimiter
 from service.admission.gate import AdmissionGate
 from service.admission.guard import ClientGuard
+from service.cache.answers import CachingPipeline
+from service.cache.embeddings import CachingEmbedder
+from service.cache.keys import Keys
+from service.cache.retrieval import CachingRetriever
+from service.cache.shared import Caching
 from service.cache.stats import Stats
-from service.cache.wiring import Caching
 from service.config import ConfigError, Settings
 from service.db.health import Database
 from service.db.pool import embedded_restarter, open_pool
@@ -36,7 +46,7 @@ from service.ops.index import IndexService
 from service.ops.search import SearchService
 from service.pipeline.answer import AnswerPipeline
 from service.pipeline.ground import Grounder
-from service.pipeline.retrieve import Retriever
+from service.pipeline.retrieve import QueryEmbedder, Retrieval, Retriever
 from service.rerank.loader import load_reranker
 from service.rerank.stage import RerankStage
 
@@ -66,6 +76,7 @@ def open_index(settings: Settings, dim: int) -> VectorIndex:
     if settings.index.backend == "edge":
         path = settings.state_dir / "index" / settings.index.collection
         return EdgeIndex.open(path, dim=dim, threads=settings.index.search_threads, spec=spec)
+    # qdrant-client takes seconds to import: only when index.backend = qdrant
     from service.index.qdrant import QdrantIndex
 
     if not settings.index.qdrant_url:
@@ -108,14 +119,36 @@ class Runtime:
         self.draining = False
         """Set on SIGTERM: `/readyz` is not ready and new `/v1/` requests get 503."""
         self._monitor: asyncio.Task[None] | None = None
-        # caches (L1 + Redis L2), coalescing, idempotency: see service/cache/wiring.py
-        self.caching = Caching(settings, self.db, self.stats)
-        self.batcher: MicroBatcher = self.caching.batcher(embedder)
+        c, e = settings.cache, settings.embedder
+        # caches (L1 + Redis L2), coalescing, idempotency: the shared parts, then each wrapper
+        # in front of the part it caches (service/cache/)
+        self.caching = Caching(
+            settings, self.db, self.stats, keys=Keys.for_runtime(settings, embedder.name)
+        )
+        self.batcher = MicroBatcher(embedder, max_batch=e.max_batch, max_wait_ms=e.max_wait_ms)
+        query_embedder: QueryEmbedder = self.batcher
+        if c.enabled:
+            query_embedder = CachingEmbedder(
+                inner=self.batcher,
+                cache=self.caching.cache,
+                keys=self.caching.keys,
+                model=f"{e.backend}:{e.model_dir}:{embedder.name}",
+                ttl_s=c.embedding_ttl_s,
+            )
         self.reranker = reranker
-        self.retriever: Retriever = self.caching.retriever(self.batcher, index, reranker)
-        self.router = router or GeneratorRouter(
-            {"extractive": ExtractiveGenerator(settings.generator.max_sentences)},
-            default=["extractive"],
+        retriever = Retriever(query_embedder, index, settings, reranker)
+        self.retriever: Retrieval = retriever
+        if c.enabled:
+            self.retriever = CachingRetriever(
+                inner=retriever,
+                cache=self.caching.cache,
+                keys=self.caching.keys,
+                visibility=self.caching.visibility,
+                ttl_s=c.retrieval_ttl_s,
+                stats=self.stats,
+            )
+        self.router = router or GeneratorRouter.of(
+            ExtractiveGenerator(settings.generator.max_sentences)
         )
         self.pipeline = AnswerPipeline(
             self.retriever,
@@ -123,7 +156,17 @@ class Runtime:
             settings,
             grounder=Grounder.from_settings(settings.grounding, embedder),
         )
-        self.answers = self.caching.answers(self.pipeline)
+        self.answers = CachingPipeline(
+            inner=self.pipeline,
+            cache=self.caching.cache,
+            keys=self.caching.keys,
+            visibility=self.caching.visibility,
+            idempotency=self.caching.idempotency,
+            remote=self.caching.remote,
+            settings=settings,
+            stats=self.stats,
+            enabled=c.enabled,
+        )
         # admission (in-flight, queues per class) and per-tenant token buckets
         self.gate = (
             AdmissionGate(

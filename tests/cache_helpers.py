@@ -7,13 +7,18 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import msgspec
 
+from service.config import RedisSettings
+from service.generate.breaker import CircuitBreaker
 from service.generate.extractive import ExtractiveGenerator
-from service.generate.protocol import GenerationRecord, Passage
+from service.generate.protocol import GenerationRecord, Generator, Passage, TokenStream
+from service.generate.router import GeneratorRouter
+from service.runtime import Runtime
 
 TEST_REDIS_URL = os.environ.get("RAGLINE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 
@@ -22,6 +27,7 @@ class CountingGenerator:
     """The extractive generator, counted, optionally slow, optionally declared non-deterministic."""
 
     name = "extractive"
+    instant = False  # runs under the first-token deadline, as a model would
 
     def __init__(self, *, delay: float = 0.0, deterministic: bool = True) -> None:
         self.inner = ExtractiveGenerator()
@@ -37,12 +43,31 @@ class CountingGenerator:
         max_tokens: int,
         context: str = "",
         record: GenerationRecord | None = None,
-    ) -> AsyncIterator[str]:
+    ) -> TokenStream:
         self.calls += 1
         if self.delay:
             await asyncio.sleep(self.delay)
         async for piece in self.inner.stream(question, passages, max_tokens=max_tokens):
             yield piece
+
+    def breakers(self) -> Sequence[CircuitBreaker]:
+        return ()
+
+    async def aclose(self) -> None:
+        return None
+
+
+@contextmanager
+def answering_with(generator: Generator, *runtimes: Any) -> Iterator[None]:
+    """For the block, the runtimes answer with `generator`, then the extractive fallback."""
+    originals = [rt.pipeline.router for rt in runtimes]
+    for rt in runtimes:
+        rt.pipeline.router = GeneratorRouter.of(generator, ExtractiveGenerator())
+    try:
+        yield
+    finally:
+        for rt, router in zip(runtimes, originals, strict=True):
+            rt.pipeline.router = router
 
 
 def with_sections(settings: Any, **sections: Any) -> Any:
@@ -51,15 +76,11 @@ def with_sections(settings: Any, **sections: Any) -> Any:
 
 
 def redis_settings(url: str = TEST_REDIS_URL, **kw: Any) -> Any:
-    from service.config import RedisSettings
-
     return RedisSettings(url=url, prefix=f"ragline-test-{secrets.token_hex(4)}:", **kw)
 
 
 async def replica(runtime: Any, settings: Any) -> Any:
     """Another Runtime over the same pool, index and embedder (as a second replica would be)."""
-    from service.runtime import Runtime
-
     rt = Runtime(settings, runtime.pool, runtime.index, runtime.embedder)
     rt.batcher.start()
     await rt.caching.start()

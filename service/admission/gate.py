@@ -118,12 +118,12 @@ class AdmissionGate:
         return False
 
     @asynccontextmanager
-    async def slot(self, cls: str) -> AsyncIterator[float]:
-        """Hold one slot of `cls` for the block; yields the milliseconds spent queueing."""
-        waited = await self.acquire(cls)
+    async def slot(self, cls: str) -> AsyncIterator[None]:
+        """Hold one slot of `cls` for the block."""
+        await self.acquire(cls)
         started = time.monotonic()
         try:
-            yield waited
+            yield
         finally:
             self.release(cls, held_s=time.monotonic() - started)
 

@@ -21,6 +21,7 @@ from service.api.caller import caller
 from service.config import Settings
 from service.ingest.documents import SourceDoc
 from service.runtime import Runtime
+from service.telemetry.naming import route_name
 
 AnyRequest = Request[Any, Any, Any]
 
@@ -37,19 +38,24 @@ def _json(data: Any) -> Response[bytes]:
 def index_handlers(settings: Settings) -> list[HTTPRouteHandler]:
     limit = settings.indexing.max_body_bytes
 
-    @get("/v1/index/documents")
+    @get("/v1/index/documents", opt=route_name("index_list"))
     async def list_documents(request: AnyRequest, state: State) -> Response[bytes]:
         rt: Runtime = state.runtime
         return _json(await rt.index_service.registry(await caller(request, state, "index")))
 
-    @post("/v1/index/documents", status_code=200, request_max_body_size=limit)
+    @post(
+        "/v1/index/documents",
+        status_code=200,
+        request_max_body_size=limit,
+        opt=route_name("index_add"),
+    )
     async def add_documents(request: AnyRequest, state: State) -> Response[bytes]:
         rt: Runtime = state.runtime
         who = await caller(request, state, "index")
         body = await read_json(request, IndexDocuments, limit)
         return _json(await rt.index_service.add(who, body.documents, dry_run=body.dry_run))
 
-    @delete("/v1/index/documents/{doc_id:path}", status_code=200)
+    @delete("/v1/index/documents/{doc_id:path}", status_code=200, opt=route_name("index_remove"))
     async def delete_document(
         request: AnyRequest, state: State, doc_id: FromPath[str]
     ) -> Response[bytes]:

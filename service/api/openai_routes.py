@@ -7,7 +7,7 @@ field (first chunk when streaming), Ragline's `done` details in `ragline` (last 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import msgspec
@@ -33,6 +33,7 @@ from service.errors import ErrorEvent, RaglineError
 from service.ops.answer import AnswerRun, ChatArgs
 from service.pipeline.events import Done, Sources, Token
 from service.runtime import Runtime
+from service.telemetry.naming import route_name
 
 _enc = msgspec.json.Encoder()
 
@@ -62,7 +63,7 @@ def _finish(max_tokens: int, done: Done) -> str:
     return "length" if done.usage.completion_tokens >= max_tokens else "stop"
 
 
-async def _chunks(run: AnswerRun, model: str, include_usage: bool) -> AsyncIterator[bytes]:
+async def _chunks(run: AnswerRun, model: str, include_usage: bool) -> AsyncGenerator[bytes, None]:
     """Answer events as `chat.completion.chunk`s, then `[DONE]`; an error ends the stream."""
     cid, created = f"chatcmpl-{run.request_id}", int(time.time())
 
@@ -87,7 +88,7 @@ async def _chunks(run: AnswerRun, model: str, include_usage: bool) -> AsyncItera
     yield b"data: [DONE]\n\n"
 
 
-@post("/v1/chat/completions", status_code=200)
+@post("/v1/chat/completions", status_code=200, opt=route_name("chat"))
 async def chat_completions(
     request: Request[Any, Any, Any], state: State
 ) -> Response[bytes] | Stream:

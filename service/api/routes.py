@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import msgspec
@@ -19,16 +19,17 @@ from service.ops.answer import AnswerArgs
 from service.ops.search import SearchArgs
 from service.pipeline.events import Event
 from service.runtime import Runtime
+from service.telemetry.naming import route_name
 
 AnyRequest = Request[Any, Any, Any]
 
 
-async def _sse_at_once(events: AsyncIterator[Event]) -> AsyncIterator[bytes]:
+async def _sse_at_once(events: AsyncIterator[Event]) -> AsyncGenerator[bytes, None]:
     """A cached answer is all there already: one write instead of one per token."""
     yield b"".join([encode_event(event) async for event in events])
 
 
-@post("/v1/answer", status_code=200)
+@post("/v1/answer", status_code=200, opt=route_name("answer"))
 async def answer(request: AnyRequest, state: State) -> Response[bytes] | Stream:
     rt: Runtime = state.runtime
     who = await caller(request, state, "query")
@@ -71,7 +72,7 @@ async def answer(request: AnyRequest, state: State) -> Response[bytes] | Stream:
     )
 
 
-@post("/v1/search", status_code=200)
+@post("/v1/search", status_code=200, opt=route_name("search"))
 async def search(request: AnyRequest, state: State) -> Response[bytes]:
     rt: Runtime = state.runtime
     who = await caller(request, state, "query")
@@ -82,12 +83,12 @@ async def search(request: AnyRequest, state: State) -> Response[bytes]:
     return Response(msgspec.json.encode(found), media_type="application/json")
 
 
-@get("/healthz")
+@get("/healthz", opt=route_name("healthz", quiet=True))
 async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@get("/readyz")
+@get("/readyz", opt=route_name("readyz", quiet=True))
 async def readyz(state: State) -> Response[bytes]:
     rt: Runtime = state.runtime
     checks: dict[str, bool] = {"embedder": rt.embedder is not None}

@@ -10,7 +10,7 @@ pipeline's `finally` blocks (closing the upstream generation) run at once, not a
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Mapping
 from typing import Any, TypeVar
 
 import anyio
@@ -41,7 +41,9 @@ def server_timing(timings_ms: Mapping[str, float]) -> str:
     return ", ".join(f"{name};dur={ms:.1f}" for name, ms in timings_ms.items())
 
 
-async def with_keepalive(source: AsyncIterator[bytes], interval_s: float) -> AsyncIterator[bytes]:
+async def with_keepalive(
+    source: AsyncGenerator[bytes, None], interval_s: float
+) -> AsyncIterator[bytes]:
     """Yield `source`'s chunks (those ready together joined into one), and an SSE comment after
     each `interval_s` of silence.
 
@@ -57,9 +59,7 @@ async def with_keepalive(source: AsyncIterator[bytes], interval_s: float) -> Asy
         except Exception as exc:  # handed to the consumer, which raises it
             await queue.put(exc)
         finally:
-            aclose = getattr(source, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            await source.aclose()
         await queue.put(_END)
 
     task = asyncio.create_task(produce())
@@ -100,7 +100,7 @@ async def with_keepalive(source: AsyncIterator[bytes], interval_s: float) -> Asy
             task.exception()  # retrieved: a failure was already handed to the consumer
 
 
-async def sse_bytes(events: AsyncIterator[Event]) -> AsyncIterator[bytes]:
+async def sse_bytes(events: AsyncIterator[Event]) -> AsyncGenerator[bytes, None]:
     async for event in events:
         yield encode_event(event)
 
@@ -112,6 +112,7 @@ class _ClosingStreamingResponse(ASGIStreamingResponse):
         try:
             await super().send_body(send, receive)
         finally:
+            # Litestar's iterator may be a sync one it wrapped: only async generators close
             aclose = getattr(self.iterator, "aclose", None)
             if aclose is not None:
                 await aclose()
@@ -127,7 +128,10 @@ class ClosingStream(Stream):
 
 
 def event_stream(
-    chunks: AsyncIterator[bytes], *, keepalive_s: float, headers: Mapping[str, str] | None = None
+    chunks: AsyncGenerator[bytes, None],
+    *,
+    keepalive_s: float,
+    headers: Mapping[str, str] | None = None,
 ) -> ClosingStream:
     """An SSE response over `chunks` with keep-alives and no proxy buffering."""
     return ClosingStream(

@@ -5,8 +5,8 @@ overlap, replayed for idempotent retries. Wraps the answer pipeline with the sam
   answer (`hit`), or joins a running identical computation (`coalesced`), or starts one
   (`miss`). A computation runs as its own task and is broadcast to every request that joined;
   it is cancelled only when all of them have gone.
-- A generator that is not deterministic (no `deterministic = True` attribute) never has its
-  answers cached or shared; its retrieval still is. Degraded answers are never cached.
+- A generator that is not `deterministic` (see `Generator`) never has its answers cached or
+  shared; its retrieval still is. Degraded answers are never cached.
 """
 
 from __future__ import annotations
@@ -35,11 +35,6 @@ from service.pipeline.events import Done, Event, Meta, Source
 from service.pipeline.operation import ANSWER
 
 KIND = "answer"
-
-
-def is_deterministic(generator: object) -> bool:
-    """Generators say so with `deterministic = True` (extractive; a model at temperature 0)."""
-    return getattr(generator, "deterministic", False) is True
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,8 +88,8 @@ class Answering:
 class CachingPipeline:
     def __init__(
         self,
-        inner: AnswerPipeline,
         *,
+        inner: AnswerPipeline,
         cache: TieredCache,
         keys: Keys,
         visibility: VisibilityResolver,
@@ -117,7 +112,7 @@ class CachingPipeline:
 
     def deterministic(self, tenant_id: str = "", operation: str = ANSWER) -> bool:
         """Whether the generator that answers this tenant's operation is deterministic."""
-        return is_deterministic(self.inner.router.chain(tenant_id, operation)[0][0])
+        return self.inner.router.chain(tenant_id, operation)[0][0].deterministic
 
     async def prepare(
         self,
@@ -376,4 +371,4 @@ class CachingPipeline:
                 await task
 
 
-__all__ = ["Answering", "CachingPipeline", "is_deterministic"]
+__all__ = ["Answering", "CachingPipeline"]

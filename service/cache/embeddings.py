@@ -1,14 +1,13 @@
 """Query embeddings, cached: the same (normalized) query of a tenant is embedded once per TTL.
 
-The retriever only knows the micro-batcher's `embed(text)`, so this is a batcher whose `embed`
-looks in the cache first; the tenant comes from `tenant_scope`, which the caching retriever sets.
-Outside such a scope it embeds without caching.
+The retriever only knows `embed(text)` (a `QueryEmbedder`), so this stands in front of the
+micro-batcher (`inner`) with an `embed` that looks in the cache first; the tenant comes from
+`tenant_scope`, which the caching retriever sets. Outside such a scope it embeds without caching.
 """
 
 from __future__ import annotations
 
 import contextvars
-from typing import Any
 
 import numpy as np
 
@@ -16,7 +15,7 @@ from service.cache.flights import SingleFlight
 from service.cache.keys import Keys
 from service.cache.store import TieredCache
 from service.embed.batcher import MicroBatcher
-from service.embed.protocol import Embedder, Vectors
+from service.embed.protocol import Vectors
 
 KIND = "embedding"
 
@@ -25,22 +24,21 @@ tenant_scope: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 )
 
 
-class CachingBatcher(MicroBatcher):
+class CachingEmbedder:
     """Keyed by tenant, model and text: an embedding carries no index data, so neither the
     index version nor visibility changes it. Concurrent identical queries share one embedding.
     """
 
     def __init__(
         self,
-        embedder: Embedder,
+        *,
+        inner: MicroBatcher,
         cache: TieredCache,
         keys: Keys,
-        *,
         model: str,
         ttl_s: float,
-        **batcher: Any,
     ) -> None:
-        super().__init__(embedder, **batcher)
+        self.inner = inner
         self.cache = cache
         self.keys = keys
         self.model = model
@@ -50,7 +48,7 @@ class CachingBatcher(MicroBatcher):
     async def embed(self, text: str) -> Vectors:
         tenant = tenant_scope.get()
         if tenant is None:
-            return await super().embed(text)
+            return await self.inner.embed(text)
         key = self.keys.embedding(tenant, self.model, text)
         raw, _ = await self.cache.get(KIND, key)
         if raw is not None:
@@ -59,6 +57,6 @@ class CachingBatcher(MicroBatcher):
         return vec
 
     async def _compute(self, key: str, text: str) -> Vectors:
-        vec = np.ascontiguousarray(await super().embed(text), dtype=np.float32)
+        vec = np.ascontiguousarray(await self.inner.embed(text), dtype=np.float32)
         await self.cache.set(KIND, key, vec.tobytes(), self.ttl_s, background=True)
         return vec

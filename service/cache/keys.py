@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import unicodedata
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -60,24 +61,28 @@ def retrieval_version(settings: Settings, embedder_name: str) -> str:
     return "r" + digest(blob)[:12]
 
 
-def answer_version(retrieval: str, settings: Settings, generator: object) -> str:
-    """The retrieval version plus the generator, its settings and its prompt version."""
-    blob = canonical_json(
-        [
-            retrieval,
-            settings.generator,
-            getattr(generator, "name", type(generator).__name__),
-            str(getattr(generator, "prompt_version", "")),
-        ]
-    )
-    return "a" + digest(blob)[:12]
+def answer_version(retrieval: str, settings: Settings) -> str:
+    """The retrieval version plus the generator settings. The generator chain and the prompt
+    version that answer a request go into each answer key itself (`Keys.answer`'s `variant`)."""
+    return "a" + digest(canonical_json([retrieval, settings.generator]))[:12]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Keys:
-    def __init__(self, prefix: str, retrieval: str, answer: str) -> None:
-        self.prefix = prefix
-        self.retrieval_version = retrieval
-        self.answer_version = answer
+    """Every cache key of one runtime; built complete (`for_runtime`), never filled in later."""
+
+    prefix: str
+    retrieval_version: str
+    answer_version: str
+
+    @classmethod
+    def for_runtime(cls, settings: Settings, embedder_name: str) -> Keys:
+        retrieval = retrieval_version(settings, embedder_name)
+        return cls(
+            prefix=settings.redis.prefix,
+            retrieval_version=retrieval,
+            answer_version=answer_version(retrieval, settings),
+        )
 
     def embedding(self, tenant_id: str, model: str, query: str) -> str:
         # An embedding holds no index data: tenant-scoped, but no visibility or version needed.

@@ -1,13 +1,12 @@
 """Retrieval results, cached per (tenant, effective visibility, index version, request).
 
-A retriever whose `retrieve` looks in the cache first and coalesces identical concurrent
-searches. It searches with the principal's effective identities (see `visibility`), so two
-principals sharing a fingerprint get exactly the same hits, cached or not.
+A retriever in front of the real one (`inner`): its `retrieve` looks in the cache first and
+coalesces identical concurrent searches. It searches with the principal's effective identities
+(see `visibility`), so two principals sharing a fingerprint get exactly the same hits, cached or
+not.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 import msgspec
 
@@ -27,17 +26,18 @@ KIND = "retrieval"
 _hits_decoder = msgspec.json.Decoder(list[Hit])
 
 
-class CachingRetriever(Retriever):
+class CachingRetriever:
     def __init__(
         self,
-        *args: Any,
+        *,
+        inner: Retriever,
         cache: TieredCache,
         keys: Keys,
         visibility: VisibilityResolver,
         ttl_s: float,
         stats: Stats,
     ) -> None:
-        super().__init__(*args)
+        self.inner = inner
         self.cache = cache
         self.keys = keys
         self.visibility = visibility
@@ -60,7 +60,7 @@ class CachingRetriever(Retriever):
             if not isinstance(principal, ScopedPrincipal):
                 view = await self.visibility.view(principal)
                 if view is None:  # index version unknown: no cache, full identities
-                    return await super().retrieve(
+                    return await self.inner.retrieve(
                         principal, query, filters=filters, top_k=top_k, budget=budget
                     )
                 principal = scoped(principal, view)
@@ -97,7 +97,9 @@ class CachingRetriever(Retriever):
         budget: Budget,
     ) -> list[Hit]:
         degraded = len(budget.degraded)
-        hits = await super().retrieve(principal, query, filters=filters, top_k=top_k, budget=budget)
+        hits = await self.inner.retrieve(
+            principal, query, filters=filters, top_k=top_k, budget=budget
+        )
         if len(budget.degraded) == degraded:  # a degraded result (e.g. BM25 only) is not kept
             await self.cache.set(KIND, key, msgspec.json.encode(hits), self.ttl_s, background=True)
         return hits

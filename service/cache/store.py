@@ -118,12 +118,6 @@ class TieredCache:
         with contextlib.suppress(RedisUnavailable):
             await self.link.call("set", lambda r: r.set(key, value, px=max(1, int(ttl_s * 1000))))
 
-    async def delete(self, key: str) -> None:
-        self.l1.delete(key)
-        if self.link is not None and self.link.up:
-            with contextlib.suppress(RedisUnavailable):
-                await self.link.call("del", lambda r: r.delete(key))
-
     async def drain(self) -> None:
         """Wait for background L2 writes (shutdown, tests)."""
         if self._writes:

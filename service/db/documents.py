@@ -34,44 +34,6 @@ async def registered(
     return {r["doc_id"]: DocRow(**dict(r)) for r in rows}
 
 
-async def record_document(
-    conn: asyncpg.Connection,
-    *,
-    tenant_id: str,
-    doc_id: str,
-    content_hash: str,
-    acl: Sequence[str],
-    metadata: dict[str, Any],
-    title: str,
-    lang: str,
-    source_uri: str,
-    version: int,
-    chunk_count: int,
-    status: str = "indexed",
-    error: str | None = None,
-) -> None:
-    await conn.execute(
-        "INSERT INTO documents (tenant_id, doc_id, content_hash, acl, metadata, title, lang,"
-        " source_uri, version, chunk_count, status, error)"
-        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
-        " ON CONFLICT (tenant_id, doc_id) DO UPDATE SET content_hash = $3, acl = $4,"
-        " metadata = $5, title = $6, lang = $7, source_uri = $8, version = $9,"
-        " chunk_count = $10, status = $11, error = $12, updated_at = now()",
-        tenant_id,
-        doc_id,
-        content_hash,
-        sorted(set(acl)),
-        metadata,
-        title,
-        lang,
-        source_uri,
-        version,
-        chunk_count,
-        status,
-        error,
-    )
-
-
 async def forget_documents(conn: asyncpg.Connection, tenant_id: str, doc_ids: Sequence[str]) -> int:
     status = await conn.execute(
         "DELETE FROM documents WHERE tenant_id = $1 AND doc_id = ANY($2)", tenant_id, list(doc_ids)
@@ -169,20 +131,6 @@ async def record_written(
 ) -> None:
     """After an index write (or a failed one, with status `failed`): the registry's final word."""
     await conn.executemany(_UPSERT, [_args(tenant_id, w) for w in rows])
-
-
-async def documents_under(
-    conn: asyncpg.Connection, tenant_id: str, origin_prefix: str
-) -> dict[str, DocRow]:
-    """Registered documents whose origin is `origin_prefix` or lies under it (for --prune)."""
-    rows = await conn.fetch(
-        "SELECT doc_id, content_hash, acl, version, chunk_count, status, title, lang, source_uri,"
-        " origin FROM documents WHERE tenant_id = $1 AND (origin = $2 OR starts_with(origin, $3))",
-        tenant_id,
-        origin_prefix,
-        origin_prefix.rstrip("/") + "/",
-    )
-    return {r["doc_id"]: DocRow(**dict(r)) for r in rows}
 
 
 async def tenant_stats(conn: asyncpg.Connection) -> list[asyncpg.Record]:

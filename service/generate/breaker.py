@@ -4,8 +4,8 @@ closed → (N consecutive failures or timeouts) → open → (after `reset_s`) �
 request goes through; its success closes the circuit, its failure opens it again. While open, or
 while the probe is out, callers skip this generator and use their fallback at once.
 
-The state is readable as an attribute (`state`, `failures`, `opened_total`) and announced to
-`on_change` callbacks, so metrics can export it without the breaker knowing about Prometheus.
+The state is readable as attributes (`state`, `failures`, `opened_total`): metrics read them at
+each scrape (`Metrics.watch_breakers`) without the breaker knowing about Prometheus.
 """
 
 from __future__ import annotations
@@ -19,10 +19,6 @@ class State(StrEnum):
     CLOSED = "closed"
     OPEN = "open"
     HALF_OPEN = "half_open"
-
-
-StateCallback = Callable[[str, State], None]
-"""Called with (breaker name, new state) on every transition."""
 
 
 class CircuitBreaker:
@@ -45,7 +41,6 @@ class CircuitBreaker:
         """How many times the circuit has opened (a counter for metrics)."""
         self._opened_at = 0.0
         self._probe_out = False
-        self.on_change: list[StateCallback] = []
 
     def allow(self) -> bool:
         """May a request use this generator now? In half-open, only one probe at a time."""
@@ -80,13 +75,5 @@ class CircuitBreaker:
         """The request ended without a verdict (the client left): free the probe slot."""
         self._probe_out = False
 
-    def retry_in(self) -> float:
-        """Seconds until an open circuit lets a probe through (0 when not open)."""
-        if self.state is not State.OPEN:
-            return 0.0
-        return max(0.0, self.reset_s - (self._clock() - self._opened_at))
-
     def _set(self, state: State) -> None:
         self.state = state
-        for callback in list(self.on_change):
-            callback(self.name, state)

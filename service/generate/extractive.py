@@ -7,11 +7,12 @@ sentence it emits is copied from a source and carries that source's `[S#]`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 
 import regex
 
-from service.generate.protocol import GenerationRecord, Passage
+from service.generate.breaker import CircuitBreaker
+from service.generate.protocol import GenerationRecord, Passage, TokenStream
 from service.text.sentences import split_sentences
 from service.text.tokenize import bm25_terms
 
@@ -56,7 +57,7 @@ class ExtractiveGenerator:
         max_tokens: int,
         context: str = "",
         record: GenerationRecord | None = None,
-    ) -> AsyncIterator[str]:
+    ) -> TokenStream:
         picked = pick_sentences(question, passages, self.max_sentences)
         text = " ".join(f"{s} [{sid}]" for s, sid in picked) if picked else NO_ANSWER
         pieces = _PIECE.findall(text)
@@ -71,3 +72,9 @@ class ExtractiveGenerator:
             yield piece
             if n % 16 == 15:
                 await asyncio.sleep(0)  # let other requests run between bursts
+
+    def breakers(self) -> Sequence[CircuitBreaker]:
+        return ()
+
+    async def aclose(self) -> None:
+        return None

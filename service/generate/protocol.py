@@ -1,14 +1,16 @@
-"""The generator contract: tokens stream out; cancelling the iterator aborts the work."""
+"""The generator contract: tokens stream out, closing the stream aborts the work, and every
+generator states what it can promise (`deterministic`, `instant`) and which breakers it keeps."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import Protocol
 
 import msgspec
 
 from service.errors import UpstreamError
+from service.generate.breaker import CircuitBreaker
 
 _CITE = re.compile(r"\[(S\d+(?:\s*,\s*S\d+)*)\]")
 
@@ -42,13 +44,29 @@ class GeneratorBusy(UpstreamError):
     code = "generator_busy"
 
 
+TokenStream = AsyncGenerator[str, None]
+"""What `Generator.stream` returns: answer text pieces, an `AsyncIterator[str]` that can be closed
+early (`aclose()`), which must stop and abort the generation (an `async def … yield` is one)."""
+
+
 class Generator(Protocol):
-    """A generator may also set `deterministic = True` when the same question and passages
-    always give the same answer (extractive; a model at temperature 0): only then are whole
-    answers cached and shared between identical requests (see service/cache/answers.py).
+    """A generator of answers: its name, what it can promise, its stream, its own breakers.
+
+    Every generator states each capability explicitly (no attribute is probed for):
+    `deterministic` — the same question and passages always give the same answer (extractive; a
+    model at temperature 0): only then are whole answers cached and shared between identical
+    requests (service/cache/answers.py). `instant` — no model behind it: it needs no first-token
+    deadline, so a chain ending in it always answers (service/pipeline/generation.py).
     """
 
-    name: str
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def deterministic(self) -> bool: ...
+
+    @property
+    def instant(self) -> bool: ...
 
     def stream(
         self,
@@ -58,11 +76,20 @@ class Generator(Protocol):
         max_tokens: int,
         context: str = "",
         record: GenerationRecord | None = None,
-    ) -> AsyncIterator[str]:
-        """Yield answer text pieces; closing the iterator must stop (and abort) generation.
+    ) -> TokenStream:
+        """Yield answer text pieces; closing the stream must stop (and abort) generation.
 
         `context` is the condensed earlier conversation (chat); `record` receives token counts.
         """
+        ...
+
+    def breakers(self) -> Sequence[CircuitBreaker]:
+        """The generator's own circuit breakers (one per upstream server), for metrics; the
+        router keeps one more per generator. Empty for a generator without upstreams."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release what the generator holds (connections, threads) at shutdown."""
         ...
 
 

@@ -2,8 +2,8 @@
 
 A chain is a primary and its fallbacks, chosen per tenant (`generator.tenant_routes`), else per
 operation (`generator.class_routes`: `answer`, `chat`), else the default
-(`generator.backend` + `generator.fallbacks`). Each generator has a circuit breaker; metrics read
-`breaker_states()` or register a callback with `on_breaker_change`.
+(`generator.backend` + `generator.fallbacks`). Each generator has a circuit breaker here (and
+may have its own per upstream server); metrics read them all through `breakers()` at each scrape.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from service.config import Settings
-from service.generate.breaker import CircuitBreaker, StateCallback
+from service.generate.breaker import CircuitBreaker
 from service.generate.protocol import Generator
 
 
@@ -34,10 +34,19 @@ class GeneratorRouter:
             missing = [name for name in chain if name not in self.generators]
             if missing:
                 raise ValueError(f"generator route names unknown generators: {missing}")
-        self.breakers = {
+        self.breakers_by_name = {
             name: CircuitBreaker(name, failures=breaker_failures, reset_s=breaker_reset_s)
             for name in self.generators
         }
+
+    @classmethod
+    def of(cls, *chain: Generator) -> GeneratorRouter:
+        """One chain for everyone: these generators in this order (a later one of the same name
+        as an earlier one is dropped)."""
+        generators: dict[str, Generator] = {}
+        for gen in chain:
+            generators.setdefault(gen.name, gen)
+        return cls(generators, default=list(generators))
 
     @classmethod
     def from_settings(
@@ -61,34 +70,28 @@ class GeneratorRouter:
     def chain(
         self, tenant_id: str = "", operation: str = "answer"
     ) -> list[tuple[Generator, CircuitBreaker]]:
-        return [(self.generators[n], self.breakers[n]) for n in self.names(tenant_id, operation)]
+        return [
+            (self.generators[n], self.breakers_by_name[n]) for n in self.names(tenant_id, operation)
+        ]
 
     def version(self, tenant_id: str = "", operation: str = "answer") -> str:
         """The chain as a string, for cache keys (`openai>extractive`)."""
         return ">".join(self.names(tenant_id, operation))
 
-    def breaker_states(self) -> dict[str, str]:
-        """`{name: closed|open|half_open}` for every generator, and each upstream server."""
-        states = {name: b.state.value for name, b in self.breakers.items()}
+    def breakers(self) -> list[CircuitBreaker]:
+        """Every breaker: one per generator, then each generator's own (per upstream server)."""
+        out = list(self.breakers_by_name.values())
         for gen in self.generators.values():
-            pool = getattr(gen, "breaker_states", None)
-            if pool is not None:
-                states.update(pool())
-        return states
+            out.extend(gen.breakers())
+        return out
 
-    def on_breaker_change(self, callback: StateCallback) -> None:
-        """Call `callback(name, state)` on every transition of every breaker."""
-        for b in self.breakers.values():
-            b.on_change.append(callback)
-        for gen in self.generators.values():
-            for ep in getattr(gen, "endpoints", []):
-                ep.breaker.on_change.append(callback)
+    def breaker_states(self) -> dict[str, str]:
+        """`{name: closed|open|half_open}` for every breaker (see `breakers`)."""
+        return {b.name: b.state.value for b in self.breakers()}
 
     async def aclose(self) -> None:
         for gen in self.generators.values():
-            close = getattr(gen, "aclose", None)
-            if close is not None:
-                await close()
+            await gen.aclose()
 
 
 def _dedupe(names: Sequence[str]) -> list[str]:

@@ -101,7 +101,3 @@ def collection_spec(
 def missing_indexes(spec: CollectionSpec, present: Mapping[str, str]) -> list[PayloadIndex]:
     """Indexes the spec wants that the collection lacks; `present` maps field -> type name."""
     return [p for p in spec.payload_indexes if p.field not in present]
-
-
-class SchemaMismatch(Exception):
-    """The stored collection cannot serve this spec without re-indexing."""

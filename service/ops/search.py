@@ -12,7 +12,7 @@ from service.index.protocol import Hit
 from service.ops.caller import Caller
 from service.ops.steps import admit, bounded_filters, bounded_top_k
 from service.pipeline.budget import Budget
-from service.pipeline.retrieve import Retriever
+from service.pipeline.retrieve import Retrieval
 
 
 class SearchArgs(msgspec.Struct, kw_only=True, frozen=True):
@@ -30,7 +30,7 @@ class SearchResult(msgspec.Struct, kw_only=True):
 
 class SearchService:
     def __init__(
-        self, retriever: Retriever, settings: Settings, limiter: TenantLimiter | None = None
+        self, retriever: Retrieval, settings: Settings, limiter: TenantLimiter | None = None
     ) -> None:
         """Without `limiter` no tenant limit applies (in-process evals: the operator's own run)."""
         self.retriever = retriever

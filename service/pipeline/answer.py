@@ -15,9 +15,8 @@ import msgspec
 from service import telemetry
 from service.config import Settings
 from service.errors import InvalidRequest, RaglineError, UpstreamError
-from service.generate.extractive import ExtractiveGenerator
 from service.generate.prompt import PROMPT_VERSION
-from service.generate.protocol import GenerationRecord, Generator, Passage, citations_in
+from service.generate.protocol import GenerationRecord, Passage, citations_in
 from service.generate.router import GeneratorRouter
 from service.identity import Principal
 from service.index.filters import FilterSpec
@@ -27,7 +26,7 @@ from service.pipeline.events import Done, Event, Meta, Source, Sources, Token, U
 from service.pipeline.generation import generate
 from service.pipeline.ground import Grounder
 from service.pipeline.operation import ANSWER
-from service.pipeline.retrieve import Retriever
+from service.pipeline.retrieve import Retrieval
 from service.pipeline.trim import trim
 
 log = logging.getLogger("ragline.pipeline")
@@ -80,17 +79,16 @@ class PreparedAnswer(msgspec.Struct, kw_only=True):
 class AnswerPipeline:
     def __init__(
         self,
-        retriever: Retriever,
-        generator: Generator | GeneratorRouter,
+        retriever: Retrieval,
+        router: GeneratorRouter,
         settings: Settings,
-        fallback: Generator | None = None,
         grounder: Grounder | None = None,
     ) -> None:
+        """`router` picks each request's generator chain (`GeneratorRouter.of(gen, fallback)`
+        for one fixed chain)."""
         self.retriever = retriever
         self.settings = settings
-        if not isinstance(generator, GeneratorRouter):
-            generator = self._chain_of(generator, fallback)
-        self.router = generator
+        self.router = router
         self.grounder = grounder or Grounder.from_settings(settings.grounding, None)
 
     async def prepare(
@@ -198,25 +196,6 @@ class AnswerPipeline:
             degraded=list(budget.degraded),
             groundedness=grounded,
         )
-
-    def _chain_of(self, generator: Generator, fallback: Generator | None = None) -> GeneratorRouter:
-        fallback = fallback or ExtractiveGenerator(self.settings.generator.max_sentences)
-        if fallback.name == generator.name:  # e.g. an extractive generator of one's own
-            return GeneratorRouter({generator.name: generator}, default=[generator.name])
-        return GeneratorRouter(
-            {generator.name: generator, fallback.name: fallback},
-            default=[generator.name, fallback.name],
-        )
-
-    @property
-    def generator(self) -> Generator:
-        """The default chain's primary: what answer caching checks for determinism."""
-        return self.router.chain()[0][0]
-
-    @generator.setter
-    def generator(self, generator: Generator) -> None:
-        """Answer with `generator` first and the extractive fallback after it."""
-        self.router = self._chain_of(generator)
 
     def version(self, tenant_id: str = "", operation: str = ANSWER) -> str:
         """What shapes an answer besides the data (prompt and generator chain): for cache keys."""

@@ -23,9 +23,6 @@ class Budget:
         self.timings_ms: dict[str, float] = {}
         self.degraded: list[str] = []
 
-    def remaining_ms(self) -> float:
-        return max(0.0, (self.deadline - self._loop.time()) * 1000)
-
     def elapsed_ms(self) -> float:
         return (self._loop.time() - self.started) * 1000
 

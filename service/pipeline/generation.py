@@ -5,6 +5,8 @@ A generator that is not `instant` must produce its first piece within
 `budget.generate_first_token_ms`, capped by what is left of the TTFT budget; the extractive
 generator is instant and always runs to the end, so a chain ending in it always answers.
 After the first piece there is no going back: a later failure is an error for the caller.
+Every failure is counted in `ragline_generator_errors_total{model, kind}` (kind: `timeout`,
+`busy`, `error`, `mid_answer`); all but `busy` also count against the generator's breaker.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Sequence
 
+from service import telemetry
 from service.errors import DeadlineExceeded, RaglineError
 from service.generate.breaker import CircuitBreaker
 from service.generate.protocol import (
@@ -46,30 +49,33 @@ async def generate(
         attempt = GenerationRecord()
         it = gen.stream(question, passages, max_tokens=max_tokens, context=context, record=attempt)
         try:
-            if getattr(gen, "instant", False):  # no model: no deadline, still a span
+            if gen.instant:  # no model: no deadline, still a span
                 async with budget.timed("generate_first_token", generator=gen.name):
                     first = await anext(it, None)
             else:
                 async with budget.stage("generate_first_token", first_token_ms, generator=gen.name):
                     first = await anext(it, None)
         except TimeoutError:
-            await it.aclose()  # type: ignore[attr-defined]
+            await it.aclose()
             breaker.failure()
+            telemetry.generator_error(gen.name, "timeout")
             budget.degrade(f"generator_timeout_{gen.name}")
             timed_out = True
             continue
         except GeneratorBusy:
-            await it.aclose()  # type: ignore[attr-defined]
+            await it.aclose()
             breaker.release()
+            telemetry.generator_error(gen.name, "busy")
             budget.degrade(f"generator_busy_{gen.name}")
             continue
         except asyncio.CancelledError:
-            await it.aclose()  # type: ignore[attr-defined]
+            await it.aclose()
             breaker.release()
             raise
         except Exception:
-            await it.aclose()  # type: ignore[attr-defined]
+            await it.aclose()
             breaker.failure()
+            telemetry.generator_error(gen.name, "error")
             budget.degrade(f"generator_error_{gen.name}")
             continue
         breaker.success()
@@ -82,12 +88,14 @@ async def generate(
                     yield piece
             except RaglineError:
                 breaker.failure()
+                telemetry.generator_error(gen.name, "mid_answer")
                 raise
             except Exception as exc:
                 breaker.failure()
+                telemetry.generator_error(gen.name, "mid_answer")
                 raise GeneratorFailed(f"{gen.name} failed mid-answer") from exc
             finally:
-                await it.aclose()  # type: ignore[attr-defined]
+                await it.aclose()
                 record.generator = attempt.generator or gen.name
                 record.prompt_tokens = attempt.prompt_tokens
                 record.completion_tokens = attempt.completion_tokens

@@ -3,8 +3,8 @@
 The scorer (`service.grounding`) is CPU work, so it runs on one worker thread with a bounded
 backlog and a deadline: when it is busy or late the answer goes out with `groundedness: null`
 rather than waiting. It starts only after the generator finished, so it never delays the first
-token. Every score is handed to the registered observers (telemetry wires a histogram here:
-`runtime.pipeline.grounder.add_observer(callback)`).
+token. Every score is handed to the registered observers (the app wires the
+`ragline_groundedness` histogram here: `runtime.pipeline.grounder.add_observer(callback)`).
 """
 
 from __future__ import annotations
@@ -50,9 +50,11 @@ class Grounder:
             scorer = GroundednessScorer(embedder.embed)
         return cls(scorer, timeout_ms=settings.timeout_ms, max_backlog=settings.max_backlog)
 
-    def add_observer(self, observer: GroundednessObserver) -> None:
-        """Register a callback for every score (metrics: the groundedness distribution)."""
+    def add_observer(self, observer: GroundednessObserver) -> Callable[[], None]:
+        """Register a callback for every score (metrics: the groundedness distribution);
+        returns the function that unregisters it (an app sharing a runtime stops observing)."""
         self._observers.append(observer)
+        return lambda: self._observers.remove(observer)
 
     async def score(self, answer: str, sources: Mapping[str, str]) -> float | None:
         """The answer's groundedness (0..1), or None: scoring off, nothing to score, busy, late."""

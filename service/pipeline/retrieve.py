@@ -11,9 +11,11 @@ weight in the fusion is `retrieval.non_latin_dense_weight` instead of `retrieval
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from service import telemetry
 from service.config import Settings
-from service.embed.batcher import MicroBatcher
+from service.embed.protocol import Vectors
 from service.errors import DeadlineExceeded
 from service.identity import Principal
 from service.index.filters import FilterSpec
@@ -59,10 +61,31 @@ def build_search_query(
     )
 
 
+class QueryEmbedder(Protocol):
+    """Embeds one query: the micro-batcher, or the embedding cache in front of it."""
+
+    async def embed(self, text: str) -> Vectors: ...
+
+
+class Retrieval(Protocol):
+    """What the answer pipeline and the search route call: `Retriever`, or the retrieval cache
+    in front of it (service/cache/retrieval.py)."""
+
+    async def retrieve(
+        self,
+        principal: Principal,
+        query: str,
+        *,
+        filters: FilterSpec | None,
+        top_k: int,
+        budget: Budget,
+    ) -> list[Hit]: ...
+
+
 class Retriever:
     def __init__(
         self,
-        batcher: MicroBatcher,
+        batcher: QueryEmbedder,
         index: VectorIndex,
         settings: Settings,
         reranker: RerankStage | None = None,

@@ -9,7 +9,6 @@ from __future__ import annotations
 from service.telemetry.context import (
     activate,
     annotate,
-    breaker_state,
     current,
     first_token,
     generator_error,
@@ -28,7 +27,6 @@ from service.telemetry.context import (
 __all__ = [
     "activate",
     "annotate",
-    "breaker_state",
     "current",
     "first_token",
     "generator_error",

@@ -320,17 +320,11 @@ def note_error(code: str) -> None:
 
 
 def generator_error(model: str, kind: str) -> None:
+    """A generator failed (`kind`: timeout, busy, error, mid_answer); fed by the chain walk."""
     tel = _telemetry()
     if tel is not None and tel.metrics is not None:
         m = tel.metrics
         m.child(m.generator_errors, m.model(model), m.kind(kind)).inc()
-
-
-def breaker_state(name: str, state: str) -> None:
-    """A circuit breaker entered `state` (closed, half_open, open)."""
-    tel = _telemetry()
-    if tel is not None and tel.metrics is not None:
-        tel.metrics.set_breaker(name, state)
 
 
 @contextmanager

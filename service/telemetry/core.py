@@ -7,7 +7,7 @@ attributes, metric observations, the one structured log line and the usage recor
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,19 +19,12 @@ from service.cache.stats import Stats
 from service.config import Settings
 from service.telemetry.context import RequestTelemetry
 from service.telemetry.deferred import PresetIds, materialize
-from service.telemetry.metrics import Metrics
+from service.telemetry.metrics import BreakerView, Metrics
+from service.telemetry.naming import OTHER
 from service.telemetry.tracing import build_provider, clean_attributes
 from service.telemetry.usage import UsageRecord, UsageWriter
 
 request_log = logging.getLogger("ragline.request")
-
-# Routes by path: anything else is `other`, so a scan of random URLs adds no series.
-API_ROUTES = {
-    "/v1/answer": "answer",
-    "/v1/search": "search",
-    "/v1/chat/completions": "chat",
-}
-QUIET_ROUTES = {"/healthz": "healthz", "/readyz": "readyz", "/metrics": "metrics"}
 
 
 class Telemetry:
@@ -70,8 +63,10 @@ class Telemetry:
         pool: Any,
         queues: dict[str, Callable[[], float]] | None = None,
         stats: Stats | None = None,
+        breakers: Callable[[], Iterable[BreakerView]] | None = None,
     ) -> None:
-        """Start the usage writer on `pool`; report the given queues' depths and `stats`."""
+        """Start the usage writer on `pool`; report the given queues' depths, `stats` and the
+        circuit breakers that `breakers()` lists."""
         t = self.settings
         if t.usage_records and self.usage is None:
             self.usage = UsageWriter(
@@ -87,6 +82,8 @@ class Telemetry:
                 self.metrics.watch_queue(name, depth)
             if stats is not None:
                 self.metrics.watch_stats(stats)
+            if breakers is not None:
+                self.metrics.watch_breakers(breakers)
 
     async def close(self) -> None:
         if self.usage is not None:
@@ -123,7 +120,7 @@ class Telemetry:
             return
         if self.settings.request_log:
             self._log_line(rec, status, code, total_ms)
-        if self.usage is not None and rec.tenant and rec.route != "other":
+        if self.usage is not None and rec.tenant and rec.route != OTHER:
             self.usage.submit(
                 UsageRecord(
                     request_id=rec.request_id,

@@ -7,8 +7,8 @@ bucket boundary, not an interpolation.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Protocol
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -43,6 +43,19 @@ _BUDGET_FRACTIONS = (0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0)
 BREAKER_STATES = {"closed": 0, "half_open": 1, "open": 2}
 
 
+class BreakerView(Protocol):
+    """What metrics read of a circuit breaker (service.generate.breaker.CircuitBreaker)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def state(self) -> str: ...
+
+    @property
+    def opened_total(self) -> int: ...
+
+
 def budget_buckets(budget_ms: float, ladder: tuple[float, ...] = _LADDER) -> list[float]:
     budget_s = budget_ms / 1000
     return sorted({*ladder, *(round(f * budget_s, 4) for f in _BUDGET_FRACTIONS)})
@@ -55,6 +68,7 @@ class Metrics:
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         self._stats: Stats | None = None
         self._stats_collector: StatsCollector | None = None
+        self._breaker_collector: BreakerCollector | None = None
         r = self.registry = CollectorRegistry()
         self.tenant = BoundedLabel(settings.max_tenant_labels, settings.tenant_labels)
         self.model = BoundedLabel(16)
@@ -119,20 +133,14 @@ class Metrics:
         )
         self.generator_errors = Counter(
             "ragline_generator_errors",
-            "Generator failures by model and kind (timeout, upstream, protocol…).",
+            "Generator failures by model and kind (timeout, busy, error, mid_answer).",
             ["model", "kind"],
             registry=r,
         )
-        self.breaker_state = Gauge(
-            "ragline_breaker_state",
-            "Circuit breaker state: 0 closed, 1 half-open, 2 open.",
-            ["breaker"],
-            registry=r,
-        )
-        self.breaker_transitions = Counter(
-            "ragline_breaker_transitions",
-            "Circuit breaker state changes, by the state entered.",
-            ["breaker", "state"],
+        self.groundedness = Histogram(
+            "ragline_groundedness",
+            "Groundedness of each scored answer (0 unsupported … 1 fully supported by sources).",
+            buckets=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
             registry=r,
         )
         self.usage_written = Counter(
@@ -163,10 +171,13 @@ class Metrics:
         """Report `depth()` as `ragline_queue_depth{queue=name}` at every scrape."""
         self.queue_depth.labels(queue=name).set_function(depth)
 
-    def set_breaker(self, name: str, state: str) -> None:
-        label = self.kind(name)
-        self.breaker_state.labels(breaker=label).set(BREAKER_STATES.get(state, 2))
-        self.breaker_transitions.labels(breaker=label, state=self.kind(state)).inc()
+    def watch_breakers(self, breakers: Callable[[], Iterable[BreakerView]]) -> None:
+        """Export `breakers()` at every scrape: `ragline_breaker_state{breaker}` (0 closed,
+        1 half-open, 2 open) and `ragline_breaker_openings_total{breaker}`."""
+        if self._breaker_collector is not None:
+            self.registry.unregister(self._breaker_collector)
+        self._breaker_collector = BreakerCollector(breakers)
+        self.registry.register(self._breaker_collector)
 
     def watch_stats(self, stats: Stats) -> None:
         """Export the runtime's counters and gauges (caches, Redis, admission, rate limits)."""
@@ -200,3 +211,29 @@ class StatsCollector(Collector):
             yield family
         for name, value in gauges:
             yield GaugeMetricFamily(f"ragline_{name}", f"Runtime gauge {name}.", value=value)
+
+
+class BreakerCollector(Collector):
+    """Circuit breakers read at each scrape, so the state shown is the breaker's own, not a copy
+    kept in step by callbacks. Breaker names come from configuration (generator names and
+    upstream URLs), a bounded set."""
+
+    def __init__(self, breakers: Callable[[], Iterable[BreakerView]]) -> None:
+        self.breakers = breakers
+
+    def collect(self) -> Iterator[Metric]:
+        state = GaugeMetricFamily(
+            "ragline_breaker_state",
+            "Circuit breaker state: 0 closed, 1 half-open, 2 open.",
+            labels=["breaker"],
+        )
+        openings = CounterMetricFamily(
+            "ragline_breaker_openings",
+            "Times a circuit breaker has opened.",
+            labels=["breaker"],
+        )
+        for b in self.breakers():
+            state.add_metric([b.name], BREAKER_STATES[str(b.state)])
+            openings.add_metric([b.name], b.opened_total)
+        yield state
+        yield openings

@@ -16,7 +16,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 from service.request_state import RequestState
 from service.telemetry.context import RequestTelemetry, _current
-from service.telemetry.core import API_ROUTES, QUIET_ROUTES, Telemetry
+from service.telemetry.core import Telemetry
 from service.telemetry.deferred import (
     RequestTrace,
     context_for,
@@ -24,15 +24,19 @@ from service.telemetry.deferred import (
     new_trace_id,
     sampled,
 )
+from service.telemetry.naming import OTHER, RouteNamer
 
 _propagator = TraceContextTextMapPropagator()
 _TRACE_HEADERS = (b"traceparent", b"tracestate")
 
 
 class TelemetryMiddleware:
-    def __init__(self, app: ASGIApp, telemetry: Telemetry) -> None:
+    def __init__(self, app: ASGIApp, telemetry: Telemetry, routes: RouteNamer) -> None:
+        """`routes(path, method)` names each request's route (`RouteNames`: from the handler
+        it will reach)."""
         self.app = app
         self.telemetry = telemetry
+        self.routes = routes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # type: ignore[comparison-overlap]
@@ -40,10 +44,8 @@ class TelemetryMiddleware:
             return
         tel = self.telemetry
         state = RequestState.from_scope(scope)
-        path = scope["path"]
-        quiet = path in QUIET_ROUTES
-        route = QUIET_ROUTES[path] if quiet else API_ROUTES.get(path, "other")
         method = str(scope.get("method", "GET"))
+        route, template, quiet = self.routes(scope["path"], method)
         rec = RequestTelemetry(
             telemetry=tel,
             request_id=state.request_id,
@@ -65,7 +67,7 @@ class TelemetryMiddleware:
             span_id = new_span_id()
             if sampled(tel.provider, parent, trace_id, name):
                 rec.trace = RequestTrace(name, trace_id, span_id, parent)
-                rec.attrs["http.route"] = path if route != "other" else "other"
+                rec.attrs["http.route"] = template if route != OTHER else OTHER
                 token = otel_context.attach(context_for(trace_id, span_id))
         rtoken = _current.set(rec)
         metrics = tel.metrics

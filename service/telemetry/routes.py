@@ -14,9 +14,10 @@ from litestar.exceptions import NotFoundException
 from service.errors import Unauthorized
 from service.telemetry.core import Telemetry
 from service.telemetry.metrics import CONTENT_TYPE
+from service.telemetry.naming import route_name
 
 
-@get("/metrics")
+@get("/metrics", opt=route_name("metrics", quiet=True))
 async def metrics(request: Request[Any, Any, Any], state: State) -> Response[bytes]:
     tel: Telemetry = state.telemetry
     token = tel.settings.metrics_token

@@ -18,6 +18,8 @@ import httpx
 import msgspec
 import pytest
 
+from service.generate.factory import open_router
+from service.runtime import Runtime
 from tests.serving import free_port, serve
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,11 +83,7 @@ class GenApp:
 
     def breakers(self) -> list[Any]:
         """The router's breakers and the upstream servers' own."""
-        router = self.runtime.router
-        out = list(router.breakers.values())
-        for gen in router.generators.values():
-            out.extend(ep.breaker for ep in getattr(gen, "endpoints", []))
-        return out
+        return list(self.runtime.router.breakers())
 
     def reset_breakers(self) -> None:
         for b in self.breakers():
@@ -120,9 +118,6 @@ def openai_settings(settings: Any, upstream: Upstream, **budget: Any) -> Any:
 
 @pytest.fixture(scope="session")
 async def gen_app(settings: Any, runtime: Any, upstream: Upstream) -> AsyncIterator[GenApp]:
-    from service.generate.factory import open_router
-    from service.runtime import Runtime
-
     s2 = openai_settings(settings, upstream)
     router = await open_router(s2)
     rt2 = Runtime(s2, runtime.pool, runtime.index, runtime.embedder, router)

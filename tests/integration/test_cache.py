@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +13,10 @@ import pytest
 
 from service.admission.gate import AdmissionGate
 from service.config import AdmissionSettings
+from service.generate.breaker import CircuitBreaker
+from service.generate.protocol import GenerationRecord, Passage, TokenStream
 from service.generate.router import GeneratorRouter
-from tests.cache_helpers import CountingGenerator
+from tests.cache_helpers import CountingGenerator, answering_with
 from tests.helpers import auth, index_files, make_key, parse_sse, write
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
@@ -31,11 +33,9 @@ def tenant() -> str:
 
 @pytest.fixture
 def spy(runtime: Any) -> Iterator[CountingGenerator]:
-    original = runtime.pipeline.generator
     gen = CountingGenerator()
-    runtime.pipeline.generator = gen
-    yield gen
-    runtime.pipeline.generator = original
+    with answering_with(gen, runtime):
+        yield gen
 
 
 async def ask(http: httpx.AsyncClient, key: str, query: str, **kw: Any) -> dict[str, Any]:
@@ -203,12 +203,21 @@ class SlowTokens:
 
     name = "extractive"
     deterministic = True
+    instant = False  # runs under the first-token deadline, as a model would
 
     def __init__(self) -> None:
         self.calls = 0
         self.aborted = asyncio.Event()
 
-    async def stream(self, question: str, passages: Any, *, max_tokens: int, **_: Any) -> Any:
+    async def stream(
+        self,
+        question: str,
+        passages: Sequence[Passage],
+        *,
+        max_tokens: int,
+        context: str = "",
+        record: GenerationRecord | None = None,
+    ) -> TokenStream:
         self.calls += 1
         try:
             for i in range(100):
@@ -217,6 +226,12 @@ class SlowTokens:
         finally:
             self.aborted.set()
 
+    def breakers(self) -> Sequence[CircuitBreaker]:
+        return ()
+
+    async def aclose(self) -> None:
+        return None
+
 
 async def test_when_every_listener_disconnects_the_generation_is_aborted(
     http: httpx.AsyncClient, runtime: Any, tenant: str, tmp_path: Path
@@ -224,9 +239,8 @@ async def test_when_every_listener_disconnects_the_generation_is_aborted(
     write(tmp_path, "a.md", doc("The gym opens at six."))
     await index_files(runtime, tenant, tmp_path)
     key = await make_key(runtime, tenant, "hal")
-    original, gen = runtime.pipeline.generator, SlowTokens()
-    runtime.pipeline.generator = gen
-    try:
+    gen = SlowTokens()
+    with answering_with(gen, runtime):
         body = {"query": "When does the gym open?"}
         async with http.stream("POST", "/v1/answer", json=body, headers=auth(key)) as resp:
             async for chunk in resp.aiter_text():
@@ -237,8 +251,6 @@ async def test_when_every_listener_disconnects_the_generation_is_aborted(
         # nothing half-done was cached: the next identical request computes afresh
         resp = await http.post("/v1/answer", json={**body, "stream": False}, headers=auth(key))
         assert resp.status_code == 200 and resp.json()["cache"] == "miss"
-    finally:
-        runtime.pipeline.generator = original
 
 
 async def chat(http: httpx.AsyncClient, key: str, messages: list[dict[str, str]]) -> Any:

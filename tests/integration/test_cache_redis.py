@@ -33,6 +33,7 @@ from service.pipeline.events import Done, Sources
 from tests.cache_helpers import (
     TEST_REDIS_URL,
     CountingGenerator,
+    answering_with,
     close_replica,
     redis_settings,
     replica,
@@ -200,13 +201,9 @@ async def test_identical_requests_on_two_replicas_compute_once(
     a, b, _ = replicas
     _, who = sample_tenant_with_doc
     spy = CountingGenerator(delay=0.3)
-    originals = a.pipeline.generator, b.pipeline.generator
-    a.pipeline.generator = b.pipeline.generator = spy
-    try:
+    with answering_with(spy, a, b):
         q = "Where do the kumquat crates ship from?"
         results = await asyncio.gather(*(answer((a, b)[i % 2], who, q) for i in range(6)))
-    finally:
-        a.pipeline.generator, b.pipeline.generator = originals
     assert spy.calls == 1
     assert sorted(r[0] for r in results) == ["coalesced"] * 5 + ["miss"]
     assert len({r[1:] for r in results}) == 1 and "Nagpur" in results[0][2]

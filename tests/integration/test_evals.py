@@ -35,6 +35,7 @@ from evals.runner import SuiteRun
 from evals.suite import CANARY_GROUP, Suite, load_suite
 from service.config import BudgetSettings, Settings, StorageSettings
 from service.generate.extractive import ExtractiveGenerator
+from service.generate.router import GeneratorRouter
 from service.identity import Principal
 from service.index.protocol import Hit, SearchQuery, VectorIndex
 from service.pipeline.answer import AnswerPipeline
@@ -275,7 +276,9 @@ async def test_a_broken_build_fails_the_gate_with_exit_code_3(
         eval_settings,
     )
     broken_pipeline = AnswerPipeline(
-        broken_retriever, ExtractiveGenerator(eval_settings.generator.max_sentences), eval_settings
+        broken_retriever,
+        GeneratorRouter.of(ExtractiveGenerator(eval_settings.generator.max_sentences)),
+        eval_settings,
     )
 
     def broken(suite: Suite, tenant: str) -> InProcessBackend:

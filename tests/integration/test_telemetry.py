@@ -219,6 +219,15 @@ async def test_metrics_move_after_real_requests(
         resp = await client.post(path, json=body, headers=auth(traced.key))
         assert resp.status_code == 200
         rids.append(resp.headers["x-request-id"])
+    # The index API is billed and counted like every other route (the handlers name them).
+    indexer = await make_key(runtime, t, "ivan", scopes=["index"])
+    resp = await client.get("/v1/index/documents", headers=auth(indexer))
+    assert resp.status_code == 200
+    rids.append(resp.headers["x-request-id"])
+    body = {"documents": [], "dry_run": True}
+    resp = await client.post("/v1/index/documents", json=body, headers=auth(indexer))
+    assert resp.status_code == 200
+    rids.append(resp.headers["x-request-id"])
     assert (await client.post("/v1/search", json={"query": "x"})).status_code == 401
     assert (await client.get("/nowhere")).status_code == 404
     resp = await client.get("/metrics")
@@ -236,10 +245,12 @@ async def test_metrics_move_after_real_requests(
         assert delta("ragline_stage_duration_seconds_count", stage=stage, tenant=t) == 3
     for stage in ("generate_first_token", "generate_total"):
         assert delta("ragline_stage_duration_seconds_count", stage=stage, tenant=t) == 2
-    assert delta("ragline_stage_duration_seconds_count", stage="auth") == 4
+    assert delta("ragline_stage_duration_seconds_count", stage="auth") == 6
     ok = {"status": "200", "code": "ok", "tenant": t}
     assert delta("ragline_requests_total", route="answer", **ok) == 2
     assert delta("ragline_requests_total", route="search", **ok) == 1
+    assert delta("ragline_requests_total", route="index_list", **ok) == 1
+    assert delta("ragline_requests_total", route="index_add", **ok) == 1
     assert delta("ragline_requests_total", route="search", status="401", code="missing_key") == 1
     assert delta("ragline_requests_total", route="other", status="404", code="not_found") == 1
     assert delta("ragline_cache_requests_total", result="miss", tenant=t) == 2
@@ -266,13 +277,14 @@ async def test_metrics_move_after_real_requests(
                 " WHERE request_id = ANY($1::text[])",
                 rids,
             )
-        if len(rows) == 3 or loop.time() > end:
+        if len(rows) == len(rids) or loop.time() > end:
             break
         await asyncio.sleep(0.1)
     got = {r["request_id"]: r for r in rows}
     assert set(got) == set(rids)
     assert got[rids[0]]["route"] == "answer" and got[rids[0]]["tokens_out"] > 0
     assert got[rids[0]]["ttft_ms"] > 0 and got[rids[2]]["route"] == "search"
+    assert [got[r]["route"] for r in rids[3:]] == ["index_list", "index_add"]
 
 
 async def test_a_late_embedder_is_a_counted_degradation(

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
 from service.generate.breaker import CircuitBreaker, State
 from service.generate.extractive import ExtractiveGenerator
+from service.generate.protocol import GenerationRecord, Generator, Passage, TokenStream
 from service.generate.router import GeneratorRouter
 
 pytestmark = pytest.mark.unit
@@ -32,19 +35,17 @@ def test_breaker_opens_after_consecutive_failures_only() -> None:
 
 def test_breaker_half_open_lets_one_probe_and_closes_on_success() -> None:
     clock = Clock()
-    seen: list[tuple[str, State]] = []
     b = CircuitBreaker("g", failures=1, reset_s=5, clock=clock)
-    b.on_change.append(lambda name, state: seen.append((name, state)))
     b.failure()
+    assert b.state is State.OPEN
     clock.now += 4.9
-    assert not b.allow() and b.retry_in() == pytest.approx(0.1)
+    assert not b.allow()  # still inside the reset period
     clock.now += 0.2
     assert b.allow()  # the probe
     assert b.state is State.HALF_OPEN
     assert not b.allow()  # only one probe at a time
     b.success()
-    assert b.state is State.CLOSED and b.allow()
-    assert [s for _, s in seen] == [State.OPEN, State.HALF_OPEN, State.CLOSED]
+    assert b.state is State.CLOSED and b.allow() and b.opened_total == 1
 
 
 def test_breaker_failed_probe_opens_again_and_released_probe_frees_slot() -> None:
@@ -63,17 +64,42 @@ def test_breaker_failed_probe_opens_again_and_released_probe_frees_slot() -> Non
 
 
 class Named:
-    def __init__(self, name: str) -> None:
-        self.name = name
+    """A model generator that is never asked to stream here, with its own upstream breakers."""
 
-    def stream(self, *a: object, **k: object) -> object:
+    deterministic = False
+    instant = False
+
+    def __init__(self, name: str, *upstreams: str) -> None:
+        self.name = name
+        self.upstreams = [CircuitBreaker(f"{name}:{u}") for u in upstreams]
+        self.closed = False
+
+    def stream(
+        self,
+        question: str,
+        passages: Sequence[Passage],
+        *,
+        max_tokens: int,
+        context: str = "",
+        record: GenerationRecord | None = None,
+    ) -> TokenStream:
         raise NotImplementedError
+
+    def breakers(self) -> Sequence[CircuitBreaker]:
+        return self.upstreams
+
+    async def aclose(self) -> None:
+        self.closed = True
 
 
 def test_router_picks_tenant_then_class_then_default_chain() -> None:
-    gens = {"extractive": ExtractiveGenerator(), "openai": Named("openai"), "local": Named("local")}
+    gens: dict[str, Generator] = {
+        "extractive": ExtractiveGenerator(),
+        "openai": Named("openai"),
+        "local": Named("local"),
+    }
     router = GeneratorRouter(
-        gens,  # type: ignore[arg-type]
+        gens,
         default=["openai", "extractive"],
         tenant_routes={"acme": ["local", "extractive", "extractive"]},
         class_routes={"chat": ["local", "openai", "extractive"]},
@@ -88,6 +114,25 @@ def test_router_picks_tenant_then_class_then_default_chain() -> None:
         "openai": "closed",
         "local": "closed",
     }
+
+
+async def test_router_lists_every_breaker_and_closes_every_generator() -> None:
+    remote = Named("openai", "http://a", "http://b")
+    router = GeneratorRouter.of(remote, ExtractiveGenerator(), ExtractiveGenerator())
+    assert router.names() == ["openai", "extractive"]
+    assert [b.name for b in router.breakers()] == [
+        "openai",
+        "extractive",
+        "openai:http://a",
+        "openai:http://b",
+    ]
+    remote.upstreams[1].failure()
+    remote.upstreams[1].failure()
+    remote.upstreams[1].failure()
+    assert router.breaker_states()["openai:http://b"] == "open"
+    assert router.breaker_states()["openai"] == "closed"
+    await router.aclose()
+    assert remote.closed
 
 
 def test_router_refuses_unknown_generator_names() -> None:

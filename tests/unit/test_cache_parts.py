@@ -50,14 +50,19 @@ def test_query_normalization_and_canonical_filters() -> None:
 
 
 def test_keys_carry_tenant_visibility_version_and_never_the_query() -> None:
-    keys = Keys("p:", "r1", "a1")
+    keys = Keys(prefix="p:", retrieval_version="r1", answer_version="a1")
     k1 = keys.answer("acme", "fp1", 7, "secret question", "null", 5, 256)
     assert k1.startswith("p:ans:acme:v7:fp1:") and "secret" not in k1
     assert keys.answer("acme", "fp1", 8, "secret question", "null", 5, 256) != k1
     assert keys.answer("acme", "fp2", 7, "secret question", "null", 5, 256) != k1
     assert keys.answer("globex", "fp1", 7, "secret question", "null", 5, 256) != k1
     assert keys.answer("acme", "fp1", 7, "secret question", "null", 6, 256) != k1
-    assert Keys("p:", "r1", "a2").answer("acme", "fp1", 7, "secret question", "null", 5, 256) != k1
+    assert (
+        Keys(prefix="p:", retrieval_version="r1", answer_version="a2").answer(
+            "acme", "fp1", 7, "secret question", "null", 5, 256
+        )
+        != k1
+    )
 
 
 def test_scoped_principal_filters_on_effective_identities() -> None:
@@ -141,15 +146,13 @@ async def test_broadcast_replays_from_start_to_late_followers() -> None:
     assert await early == [1, 2, 3] and await late == [1, 2, 3]
 
 
-def test_stats_count_and_snapshot() -> None:
+def test_stats_count_and_series() -> None:
     s = Stats()
     s.inc("answers", cache="hit")
     s.inc("answers", cache="hit")
     s.inc("answers", cache="miss")
     s.gauge("depth", lambda: 3)
-    seen: list[str] = []
-    s.listen(lambda name, labels, v: seen.append(name))
     s.inc("answers", cache="coalesced")
     assert s.count("answers") == 4 and s.count("answers", cache="hit") == 2
-    snap = s.snapshot()
-    assert snap["answers{cache=hit}"] == 2 and snap["depth"] == 3 and seen == ["answers"]
+    counters, gauges = s.series()
+    assert ("answers", (("cache", "hit"),), 2.0) in counters and gauges == [("depth", 3.0)]

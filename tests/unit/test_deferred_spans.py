@@ -35,7 +35,10 @@ async def test_ids_seen_during_the_request_are_the_exported_ones() -> None:
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b"ok"})
 
-    asgi = RequestIdMiddleware(TelemetryMiddleware(app, tel))  # type: ignore[arg-type]
+    def named(path: str, method: str) -> tuple[str, str, bool]:
+        return "search", path, False  # what `RouteNames` says of the real app's POST /v1/search
+
+    asgi = RequestIdMiddleware(TelemetryMiddleware(app, tel, named))  # type: ignore[arg-type]
     caller_trace, caller_span = 0x0AF7651916CD43DD8448EB211C80319C, 0xB7AD6B7169203331
     async with httpx.AsyncClient(
         transport=httpx.ASGITransport(app=asgi), base_url="http://test"

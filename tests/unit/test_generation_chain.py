@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 
 import pytest
 
 from service.errors import DeadlineExceeded
 from service.generate.breaker import CircuitBreaker, State
 from service.generate.extractive import ExtractiveGenerator
-from service.generate.protocol import GenerationRecord, GeneratorBusy, GeneratorFailed, Passage
+from service.generate.protocol import (
+    GenerationRecord,
+    Generator,
+    GeneratorBusy,
+    GeneratorFailed,
+    Passage,
+    TokenStream,
+)
 from service.pipeline.budget import Budget
 from service.pipeline.generation import generate
 
@@ -20,7 +27,10 @@ PASSAGES = [Passage(id="S1", title="Office", text="The office opens at nine.")]
 
 
 class Scripted:
-    """A deterministic generator: waits, fails or streams as told; remembers being closed."""
+    """A model-like generator: waits, fails or streams as told; remembers being closed."""
+
+    deterministic = True
+    instant = False
 
     def __init__(
         self,
@@ -49,7 +59,7 @@ class Scripted:
         max_tokens: int,
         context: str = "",
         record: GenerationRecord | None = None,
-    ) -> AsyncIterator[str]:
+    ) -> TokenStream:
         self.calls += 1
         try:
             await asyncio.sleep(self.first_delay)
@@ -67,17 +77,23 @@ class Scripted:
         finally:
             self.closed += 1
 
+    def breakers(self) -> Sequence[CircuitBreaker]:
+        return ()
 
-def chain(*gens: object) -> list[tuple[object, CircuitBreaker]]:
-    return [(g, CircuitBreaker(getattr(g, "name", "?"), failures=1, reset_s=60)) for g in gens]
+    async def aclose(self) -> None:
+        return None
 
 
-async def run(links: list[tuple[object, CircuitBreaker]], budget: Budget, **kw: float) -> str:
+def chain(*gens: Generator) -> list[tuple[Generator, CircuitBreaker]]:
+    return [(g, CircuitBreaker(g.name, failures=1, reset_s=60)) for g in gens]
+
+
+async def run(links: list[tuple[Generator, CircuitBreaker]], budget: Budget, **kw: float) -> str:
     record = GenerationRecord()
     out = [
         p
         async for p in generate(
-            links,  # type: ignore[arg-type]
+            links,
             "When does the office open?",
             PASSAGES,
             max_tokens=50,

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
 
 from service.config import GroundingSettings, load_settings
-from service.generate.protocol import GenerationRecord, Passage
+from service.generate.breaker import CircuitBreaker
+from service.generate.protocol import GenerationRecord, Passage, TokenStream
+from service.generate.router import GeneratorRouter
 from service.grounding import GroundednessScorer
+from service.identity import Principal
+from service.index.filters import FilterSpec
 from service.index.protocol import Hit
 from service.pipeline.answer import AnswerPipeline, PreparedAnswer, number_sources
 from service.pipeline.budget import Budget
@@ -25,10 +29,13 @@ SOURCES = {"S1": "The office opens at nine in the morning. Parking is free for v
 async def test_scores_an_answer_and_tells_the_observers() -> None:
     grounder = Grounder.from_settings(GroundingSettings(), None)
     seen: list[float] = []
-    grounder.add_observer(seen.append)
+    stop = grounder.add_observer(seen.append)
     good = await grounder.score("The office opens at nine in the morning [S1].", SOURCES)
     bad = await grounder.score("The office closes at midnight on Sundays in Paris [S1].", SOURCES)
     assert good is not None and bad is not None and good > 0.5 > bad
+    assert seen == [good, bad]
+    stop()  # unregistered: later scores are not seen
+    assert await grounder.score("The office opens at nine [S1].", SOURCES) is not None
     assert seen == [good, bad]
     grounder.close()
 
@@ -67,6 +74,8 @@ async def test_a_late_or_busy_scorer_leaves_the_score_out() -> None:
 
 class ListGenerator:
     name = "list"
+    deterministic = True
+    instant = False
 
     def __init__(self, pieces: Sequence[str]) -> None:
         self.pieces = pieces
@@ -79,9 +88,28 @@ class ListGenerator:
         max_tokens: int,
         context: str = "",
         record: GenerationRecord | None = None,
-    ) -> AsyncIterator[str]:
+    ) -> TokenStream:
         for piece in self.pieces:
             yield piece
+
+    def breakers(self) -> Sequence[CircuitBreaker]:
+        return ()
+
+    async def aclose(self) -> None:
+        return None
+
+
+class NoRetrieval:
+    async def retrieve(
+        self,
+        principal: Principal,
+        query: str,
+        *,
+        filters: FilterSpec | None,
+        top_k: int,
+        budget: Budget,
+    ) -> list[Hit]:
+        raise AssertionError("not called")
 
 
 class RecordingGrounder(Grounder):
@@ -103,8 +131,8 @@ async def test_scoring_starts_after_the_last_token_and_done_carries_it() -> None
     received: list[Any] = []
     grounder = RecordingGrounder(received)
     pipeline = AnswerPipeline(
-        None,  # type: ignore[arg-type]  # retrieval is not used by events()
-        ListGenerator(pieces),
+        NoRetrieval(),  # events() does not retrieve
+        GeneratorRouter.of(ListGenerator(pieces)),
         settings,
         grounder=grounder,
     )

@@ -9,10 +9,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from litestar.routes import HTTPRoute
 
+from service.app import create_app
 from service.config import load_settings
 from service.telemetry.labels import OTHER, BoundedLabel
 from service.telemetry.metrics import Metrics, budget_buckets
+from service.telemetry.naming import ROUTE_KEY, RouteNames
 from service.telemetry.tracing import clean_attributes
 from service.telemetry.usage import UsageRecord, UsageWriter
 
@@ -34,6 +37,32 @@ def test_budget_is_a_bucket_boundary() -> None:
         buckets = budget_buckets(budget)
         assert budget / 1000 in buckets and buckets == sorted(buckets)
         assert buckets[0] <= 0.0025 and buckets[-1] >= 10
+
+
+def test_every_route_handler_names_its_route_and_requests_find_it() -> None:
+    settings = load_settings(environ={})
+    app = create_app(settings)  # no lifespan: nothing is opened
+    names: dict[str, str] = {}
+    for route in app.routes:
+        assert isinstance(route, HTTPRoute)
+        for handler in route.route_handlers:
+            if handler.http_methods == {"OPTIONS"}:
+                continue  # Litestar's automatic OPTIONS answers
+            name = handler.opt.get(ROUTE_KEY)
+            assert isinstance(name, str), f"{route.path} declares no telemetry route name"
+            names[f"{sorted(handler.http_methods)[0]} {route.path}"] = name
+    assert len(set(names.values())) == len(names)  # one name per operation
+    routes = RouteNames(app)
+    assert routes("/v1/answer", "POST") == ("answer", "/v1/answer", False)
+    assert routes("/v1/index/documents", "POST")[0] == "index_add"
+    assert routes("/v1/index/documents", "GET")[0] == "index_list"
+    assert routes("/v1/index/documents/a/b.md", "DELETE")[:2] == (
+        "index_remove",
+        "/v1/index/documents/{doc_id}",
+    )
+    assert routes("/healthz", "GET") == ("healthz", "/healthz", True)
+    assert routes("/v1/answer", "GET") == ("other", "other", False)  # 405
+    assert routes("/wp-login.php", "GET") == ("other", "other", False)  # 404
 
 
 def test_span_attributes_never_carry_content() -> None:
