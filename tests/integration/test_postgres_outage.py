@@ -59,7 +59,7 @@ async def embedded(embedder: Any, tmp_path: Path) -> AsyncIterator[Embedded]:
         root = tmp_path / "docs"
         write(root, "lighthouse.md", DOC)
         keys = {
-            "warm": await make_key(rt, "coast", "kim"),
+            "warm": await make_key(rt, "coast", "kim", scopes=("query", "index")),
             "cold": await make_key(rt, "coast", "lee"),
         }
         assert (await index_files(rt, "coast", root, public=True)).failed == 0
@@ -102,6 +102,10 @@ async def test_killed_embedded_postgres_gets_clean_503s_and_is_restarted(
         assert (await ask(c, embedded.keys["warm"])).status_code == 200
         for proc in embedded.processes():
             proc.kill()
+        # the index API reads PostgreSQL outside the request-path guard: still a clean 503
+        registry = await c.get("/v1/index/documents", headers=auth(embedded.keys["warm"]))
+        assert registry.status_code == 503
+        assert_clean(registry)
         statuses = []
         async with asyncio.timeout(30):
             for _ in range(15):
