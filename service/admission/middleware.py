@@ -112,9 +112,10 @@ async def _identify(scope: Scope, runtime: Any, key_cache: Any) -> Any:
     request: Request[Any, Any, Any] = Request(scope)
     guard = runtime.guard
     try:
-        digest = hash_key(bearer_key(request))
-        with telemetry.stage("auth"), guard.authenticating(address, digest) as may_look_up:
-            principal = await identify(request, runtime, key_cache, may_look_up=may_look_up)
+        with telemetry.stage("auth"):
+            digest = hash_key(bearer_key(request))
+            with guard.authenticating(address, digest) as may_look_up:
+                principal = await identify(request, runtime, key_cache, may_look_up=may_look_up)
     except Unauthorized:
         guard.auth_failed(address)
         raise
