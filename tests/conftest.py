@@ -14,6 +14,10 @@ import asyncpg
 import httpx
 import pytest
 
+from service.config import load_settings
+from service.embed.loader import load_embedder
+from service.runtime import Runtime
+from tests.helpers import ROOT
 from tests.serving import serve
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -45,8 +49,6 @@ def state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def settings(pg_url: str, state_dir: Path) -> Any:
-    from service.config import load_settings
-
     return load_settings(
         environ={
             "RAGLINE_DATABASE_URL": pg_url,
@@ -58,15 +60,11 @@ def settings(pg_url: str, state_dir: Path) -> Any:
 
 @pytest.fixture(scope="session")
 def embedder(settings: Any) -> Any:
-    from service.embed.loader import load_embedder
-
     return load_embedder(settings)
 
 
 @pytest.fixture(scope="session")
 async def runtime(settings: Any, embedder: Any) -> AsyncIterator[Any]:
-    from service.runtime import Runtime
-
     rt = await Runtime.open(settings, embedder=embedder)
     yield rt
     await rt.close()
@@ -87,4 +85,4 @@ async def http(server: str) -> AsyncIterator[httpx.AsyncClient]:
 
 @pytest.fixture(scope="session")
 def sample_dir() -> Iterator[Path]:
-    yield Path(__file__).resolve().parent.parent / "data" / "sample"
+    yield ROOT / "data" / "sample"

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import docx
+from fpdf import FPDF
+
 from tests.helpers import write
 
 HTML = """<!doctype html><html lang="en"><head><title>Deploy guide</title></head><body>
@@ -19,8 +22,6 @@ HTML = """<!doctype html><html lang="en"><head><title>Deploy guide</title></head
 
 
 def make_pdf(path: Path, pages: list[str], title: str = "") -> Path:
-    from fpdf import FPDF
-
     pdf = FPDF()
     if title:
         pdf.set_title(title)
@@ -34,8 +35,6 @@ def make_pdf(path: Path, pages: list[str], title: str = "") -> Path:
 
 
 def make_docx(path: Path, title: str, sections: list[tuple[str, str]]) -> Path:
-    import docx
-
     d = docx.Document()
     d.add_heading(title, level=1)
     for heading, body in sections:

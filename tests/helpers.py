@@ -9,6 +9,13 @@ from typing import Any
 
 import httpx
 
+from indexing.loaders import load_path
+from service.db.keys import create_key
+from service.db.tenants import create_tenant
+from service.ingest.pipeline import Indexer
+
+ROOT = Path(__file__).resolve().parent.parent  # the checkout
+
 
 def parse_sse(raw: str) -> list[tuple[str, Any]]:
     events: list[tuple[str, Any]] = []
@@ -45,9 +52,6 @@ async def make_key(
     groups: Sequence[str] = (),
     scopes: Sequence[str] = ("query",),
 ) -> str:
-    from service.db.keys import create_key
-    from service.db.tenants import create_tenant
-
     async with runtime.pool.acquire() as conn:
         await create_tenant(conn, tenant)
         return (
@@ -56,10 +60,6 @@ async def make_key(
 
 
 async def index_files(runtime: Any, tenant: str, root: Path, **kw: Any) -> Any:
-    from indexing.loaders import load_path
-    from indexing.sync import Indexer
-    from service.db.tenants import create_tenant
-
     async with runtime.pool.acquire() as conn:
         await create_tenant(conn, tenant)
     return await Indexer(runtime.pool, runtime.index, runtime.embedder).add(

@@ -10,6 +10,8 @@ from typing import Any
 
 import uvicorn
 
+from service.app import create_app
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -37,7 +39,5 @@ async def serve_app(app: Any) -> AsyncIterator[str]:
 @asynccontextmanager
 async def serve(settings: Any, runtime: Any) -> AsyncIterator[str]:
     """Ragline's app over `runtime` (shared with the test), served until the block ends."""
-    from service.app import create_app
-
     async with serve_app(create_app(settings, runtime=runtime)) as url:
         yield url

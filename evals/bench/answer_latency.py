@@ -9,7 +9,8 @@ degraded requests, and which generator answered. `openai` talks to the real CPU 
 long a client disconnect takes to abort the upstream request (against the stub upstream).
 
 Run it alone on the machine: `flock /tmp/ragline-bench.lock ragline bench latency`.
-Writes `bench/results/latency.json` with the date, machine and load average.
+Writes `--out` (default `$TMPDIR/ragline-bench/latency.json`) with the date, machine and load
+average.
 """
 
 from __future__ import annotations
@@ -32,8 +33,12 @@ from typing import Any
 import httpx
 import msgspec
 
+from evals.bench.output import default_out
+from service.generate.extractive import ExtractiveGenerator
+from service.generate.protocol import Passage
+
 ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_OUT = Path("bench/results/latency.json")
+DEFAULT_OUT = default_out("latency.json")
 SAMPLE = ROOT / "data" / "sample"
 VLLM_HOME = Path(os.environ.get("RAGLINE_VLLM_HOME", Path.home() / ".cache/ragline/vllm"))
 TARGET_P95_MS = 100.0  # extractive, 4 clients
@@ -319,9 +324,6 @@ async def abort_latency(env: dict[str, str], key: str, trials: int, logs: Path) 
 
 async def extractive_alone(runs: int = 300) -> dict[str, Any]:
     """The extractive generator by itself over 5 sample-sized sources (no HTTP, no retrieval)."""
-    from service.generate.extractive import ExtractiveGenerator
-    from service.generate.protocol import Passage
-
     texts = [p.read_text(encoding="utf-8")[:1500] for p in sorted(SAMPLE.rglob("*.md"))[:5]]
     passages = [Passage(id=f"S{i}", title="", text=t) for i, t in enumerate(texts, 1)]
     gen = ExtractiveGenerator()
@@ -371,7 +373,8 @@ def stop_embedded_postgres(state: Path) -> None:
     """pgserver keeps the embedded PostgreSQL running for later runs; the benchmark stops it."""
     if os.environ.get("RAGLINE_DATABASE_URL") or not (state / "pg").exists():
         return
-    from pgserver._commands import pg_ctl  # type: ignore[attr-defined]
+    # the embedded PostgreSQL's tools: only when the run used one
+    from pgserver._commands import pg_ctl  # type: ignore[attr-defined]  # noqa: PLC0415
 
     user = "pgserver" if os.geteuid() == 0 else None
     with contextlib.suppress(subprocess.CalledProcessError, OSError):

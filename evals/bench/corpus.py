@@ -18,11 +18,11 @@ import msgspec
 import numpy as np
 
 from evals.datasets import Dataset, Doc
-from indexing.chunking import chunk_document
 from service.embed.protocol import Embedder, Vectors
 from service.identity import identities
 from service.index.protocol import Chunk, VectorIndex
 from service.index.schema import IndexType
+from service.ingest.chunking import chunk_document
 from service.text.bm25 import doc_vector
 
 BENCH_TENANT = "bench"

@@ -13,6 +13,7 @@ import asyncio
 import os
 import secrets
 import signal
+import socket
 import sys
 import tempfile
 import time
@@ -20,12 +21,16 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+import asyncpg
 import httpx
 import msgspec
 
 from evals.bench.corpus import BENCH_TENANT, GROUPS, METADATA_FIELDS
 from evals.metrics import percentile
 from service.config import Settings
+from service.db.keys import create_key
+from service.db.migrate import migrate
+from service.db.tenants import create_tenant
 from service.embed.batcher import MicroBatcher
 from service.embed.protocol import Embedder
 from service.identity import Principal
@@ -243,12 +248,6 @@ async def over_http(
     tenant's documents: the service searches with the identities that occur in its ACLs. Caches
     and tenant limits are off in the child: the same queries run at each client count, and every
     request must be a real search, not a cache hit or a 429."""
-    import asyncpg
-
-    from service.db.keys import create_key
-    from service.db.migrate import migrate
-    from service.db.tenants import create_tenant
-
     dbname = f"ragline_bench_{secrets.token_hex(4)}"
     admin = await asyncpg.connect(database_admin_url)
     await admin.execute(f'CREATE DATABASE "{dbname}"')
@@ -354,8 +353,6 @@ async def over_http(
 
 
 def _free_port() -> int:
-    import socket
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])

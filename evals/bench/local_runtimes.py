@@ -6,8 +6,9 @@
     flock /tmp/ragline-bench.lock .venv/bin/python -m evals.bench.local_runtimes \\
         --runtime llama.cpp --threads 2
 
-Same prompt for both: Ragline's own (5 sources, ~600 tokens), greedy, 40 new tokens. Results of
-2026-11-30 are in `bench/results/local-runtimes.txt` (idle, and with one core kept busy).
+Same prompt for both: Ragline's own (5 sources, ~600 tokens), greedy, 40 new tokens. It prints
+its runs (nothing is written); those of 2026-11-30 are recorded in
+`bench/results/local-runtimes.txt` (idle, and with one core kept busy).
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ async def transformers_runs(threads: int, runs: int, max_tokens: int) -> list[tu
 
 
 def llama_runs(threads: int, runs: int, max_tokens: int) -> list[tuple[float, float]]:
-    from llama_cpp import Llama  # type: ignore[import-not-found, unused-ignore]
+    # llama-cpp-python is not a dependency: imported only for --runtime llama.cpp
+    from llama_cpp import Llama  # type: ignore[import-not-found, unused-ignore]  # noqa: PLC0415
 
     llm: Any = Llama(
         model_path=str(find_gguf()),

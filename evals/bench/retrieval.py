@@ -2,10 +2,11 @@
 
     flock /tmp/ragline-bench.lock python -m evals.bench.retrieval      # or: ragline bench retrieval
 
-Writes `bench/results/retrieval.json` (date, machine, load, settings, every number) and exits 3
-when a gate is not met: the default pipeline must be at least as good as the best single
-retriever on every suite (nDCG@10, test split) and better than both on SciFact, with nDCG@10
-≥ 0.72 there; whole retrieval ≤ 1.15x its stages' raw compute; filtered p95 ≤ 1.5x unfiltered.
+Writes `--out` (default `$TMPDIR/ragline-bench/retrieval.json`: date, machine, load, settings,
+every number) and exits 3 when a gate is not met: the default pipeline must be at least as good
+as the best single retriever on every suite (nDCG@10, test split) and better than both on
+SciFact, with nDCG@10 ≥ 0.72 there; whole retrieval ≤ 1.15x its stages' raw compute; filtered
+p95 ≤ 1.5x unfiltered.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import msgspec
 
 from evals.bench.corpus import METADATA_FIELDS, build_index, doc_acl
 from evals.bench.latency import filtered_vs_unfiltered, in_process, over_http
+from evals.bench.output import default_out
 from evals.bench.quality import MODES, SuiteQuality, suite_quality
 from evals.datasets import Dataset, load_dataset
 from service.config import Settings, load_settings
@@ -36,13 +38,14 @@ from service.index.schema import collection_spec
 from service.rerank.features import FeatureReranker
 from service.rerank.loader import load_reranker
 from service.rerank.protocol import Reranker
+from service.runtime import limit_native_threads
 
 SUITES = ("xquad-en", "clapnq", "scifact")
 LATENCY_SUITE = "scifact"
 SCIFACT_TARGET = 0.72
 OVERHEAD_TARGET = 1.15
 FILTER_TARGET = 1.5
-DEFAULT_OUT = Path("bench/results/retrieval.json")
+DEFAULT_OUT = default_out("retrieval.json")
 
 
 def bench_settings(base: Settings, state_dir: str | None) -> Settings:
@@ -277,8 +280,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def command(args: argparse.Namespace, settings: Settings) -> int:
-    from service.runtime import limit_native_threads
-
     limit_native_threads(settings.embedder.threads)
     report = merge_previous(asyncio.run(run(args, settings)), args.out, args)
     report["gates"] = gates(report["quality"], report["latency"], report["default_pipeline"])

@@ -8,8 +8,8 @@ same `service.index.fusion.fuse` the adapters call. The fusion chosen is the one
 mean dev nDCG@10 among those at least as good as the best single retriever on every suite's dev
 half. Then the feature reranker's weights are fitted by coordinate ascent on the mean dev
 nDCG@10 over the fused shortlist. Test numbers are printed next to dev and never used to choose.
-Writes `bench/results/tuning.json`; the chosen values are the defaults in `service/config.py`
-and `service/rerank/features.py`.
+Writes `--out` (default `$TMPDIR/ragline-bench/tuning.json`); the chosen values are the defaults
+in `service/config/sections.py` and `service/rerank/features.py`.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from typing import Any
 import msgspec
 
 from evals.bench.corpus import BENCH_TENANT, METADATA_FIELDS, build_index, everyone
+from evals.bench.output import announce, default_out
 from evals.bench.retrieval import SUITES, bench_settings, load_suite, machine
 from evals.datasets import Dataset, dev_test_split
 from evals.metrics import mean, ndcg_at_k
@@ -220,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--suites", nargs="+", default=list(SUITES), choices=SUITES)
     parser.add_argument("--data-dir", type=Path, default=None)
     parser.add_argument("--state-dir", help="state directory (default: storage.state_dir)")
-    parser.add_argument("--out", type=Path, default=Path("bench/results/tuning.json"))
+    parser.add_argument("--out", type=Path, default=default_out("tuning.json"))
     parser.add_argument(
         "--reuse-candidates", action="store_true", help="reuse the last run's candidate lists"
     )
@@ -228,7 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = asyncio.run(run(args))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(msgspec.json.format(msgspec.json.encode(report)).decode() + "\n")
-    print(f"written {args.out}")
+    announce(args.out)
     return 0
 
 

@@ -9,8 +9,7 @@ check the engines against), Qdrant's DBSF (list repetitions as weights), weighte
 saturating formula and the per-query-term formula over parameter grids, next to the Python
 z-score fusion. In each family the setting with the best mean dev nDCG@10 among those at least
 as good as the best single retriever on every suite's dev half is kept; test halves are
-reported, never used to choose. Writes
-`bench/results/fusion.json`.
+reported, never used to choose. Writes `--out` (default `$TMPDIR/ragline-bench/fusion.json`).
 """
 
 from __future__ import annotations
@@ -19,19 +18,26 @@ import argparse
 import asyncio
 import itertools
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from evals.bench.retrieval import SUITES, bench_settings, machine
+from evals.bench.corpus import BENCH_TENANT, METADATA_FIELDS, everyone
+from evals.bench.latency import dist
+from evals.bench.output import announce, default_out
+from evals.bench.retrieval import SUITES, bench_settings, load_suite, machine
 from evals.bench.tune import Suite
 from evals.metrics import mean, ndcg_at_k
 from service.config import load_settings
+from service.embed.loader import load_embedder
+from service.index.edge import EdgeIndex
 from service.index.engine_fusion import EngineFusion, replay_lists, score_lists
 from service.index.fusion import fuse
-from service.index.protocol import Hit
+from service.index.protocol import Hit, SearchQuery
+from service.index.schema import collection_spec
 from service.text.bm25 import query_vector
 
 Scorer = Callable[[list[Hit], int], list[str]]
@@ -200,17 +206,6 @@ LATENCY_VARIANTS: dict[str, dict[str, Any]] = {
 def search_latency(settings: Any, suite: str, data_dir: Path | None, rounds: int) -> dict[str, Any]:
     """In-process engine search time per fusion on the tune index of `suite` (built by
     `evals.bench.tune`), tenant and ACL filtered, variants interleaved query by query."""
-    import time
-
-    from evals.bench.corpus import BENCH_TENANT, METADATA_FIELDS, everyone
-    from evals.bench.latency import dist
-    from evals.bench.retrieval import load_suite
-    from service.embed.loader import load_embedder
-    from service.index.edge import EdgeIndex
-    from service.index.protocol import SearchQuery
-    from service.index.schema import collection_spec
-    from service.text.bm25 import query_vector
-
     embedder = load_embedder(settings)
     path = settings.state_dir / "index" / f"tune_{suite.replace('-', '_')}"
     index = EdgeIndex.open(
@@ -252,7 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--suites", nargs="+", default=list(SUITES), choices=SUITES)
     parser.add_argument("--state-dir", help="state directory (default: storage.state_dir)")
-    parser.add_argument("--out", type=Path, default=Path("bench/results/fusion.json"))
+    parser.add_argument("--out", type=Path, default=default_out("fusion.json"))
     parser.add_argument("--data-dir", type=Path, default=None)
     parser.add_argument(
         "--latency-rounds",
@@ -285,7 +280,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(msgspec.json.encode(out["latency_ms"]).decode())
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(msgspec.json.format(msgspec.json.encode(out)).decode() + "\n")
-    print(f"written {args.out}")
+    announce(args.out)
     return 0
 
 

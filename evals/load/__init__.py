@@ -2,5 +2,6 @@
 
 Run them one at a time on a shared machine, under the benchmark lock:
 `flock /tmp/ragline-bench.lock .venv/bin/python -m evals.load.cache_bench` (or `overload_bench`).
-Results go to `bench/results/`, with the date, the machine and the load average.
+Results go where `--out` says (default `$TMPDIR/ragline-bench/`), with the date, the machine and
+the load average.
 """

@@ -1,6 +1,6 @@
 """Cached answers over HTTP: miss vs hit latency, and coalescing of identical concurrent requests.
 
-    flock /tmp/ragline-bench.lock .venv/bin/python -m evals.load.cache_bench
+    flock /tmp/ragline-bench.lock .venv/bin/python -m evals.load.cache_bench [--out FILE]
 
 Serves the sample corpus with Redis as L2 (shared Redis, db 15, a prefix of its own, removed
 afterwards), asks each question once (misses), then again and again (hits, from L1), then sends
@@ -9,15 +9,17 @@ N identical new questions at once and counts computations (`meta.cache` = `miss`
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import secrets
-import sys
+from pathlib import Path
 from typing import Any
 
 import msgspec
 from redis.asyncio import Redis
 
+from evals.bench.output import announce, default_out
 from evals.load.client import Client, Result, summary
 from evals.load.server import Server, machine, write_result
 
@@ -144,11 +146,16 @@ async def run() -> dict[str, object]:
     }
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument(
+        "--out", type=Path, default=default_out("cache-smoke.json" if SMOKE else "cache.json")
+    )
+    args = parser.parse_args(argv)
     result = asyncio.run(run())
-    path = write_result("cache-smoke.json" if SMOKE else "cache.json", result)
+    path = write_result(args.out, result)
     print(msgspec.json.format(msgspec.json.encode(result)).decode())
-    print(f"written to {path}", file=sys.stderr)
+    announce(path)
     return 0
 
 

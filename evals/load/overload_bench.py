@@ -1,7 +1,7 @@
 """Overload: at twice the sustainable rate, admitted interactive requests keep their TTFT inside
 the budget, the excess is refused (503/429) within milliseconds, and batch yields to interactive.
 
-    flock /tmp/ragline-bench.lock .venv/bin/python -m evals.load.overload_bench
+    flock /tmp/ragline-bench.lock .venv/bin/python -m evals.load.overload_bench [--out FILE]
 
 Caches are off (every request computes). First a closed loop finds the sustainable rate; then,
 open loop for a fixed time: interactive traffic at 2x that rate, batch traffic
@@ -14,11 +14,12 @@ import argparse
 import asyncio
 import itertools
 import os
-import sys
 import time
+from pathlib import Path
 
 import msgspec
 
+from evals.bench.output import announce, default_out
 from evals.load.client import Client, Result, summary
 from evals.load.server import Server, machine, write_result
 from service.admission.gate import slot_counts
@@ -220,12 +221,17 @@ def main(argv: list[str] | None = None) -> int:
         metavar="RAGLINE_X=VALUE",
         help="a setting for the server under test, e.g. RAGLINE_ADMISSION_MAX_IN_FLIGHT=8",
     )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=default_out("overload-smoke.json" if SMOKE else "overload.json"),
+    )
     args = parser.parse_args(argv)
     overrides = dict(item.split("=", 1) for item in args.set)
     result = asyncio.run(run(overrides))
-    path = write_result("overload-smoke.json" if SMOKE else "overload.json", result)
+    path = write_result(args.out, result)
     print(msgspec.json.format(msgspec.json.encode(result)).decode())
-    print(f"written to {path}", file=sys.stderr)
+    announce(path)
     return 0
 
 

@@ -24,7 +24,6 @@ from typing import Any
 import asyncpg
 
 ROOT = Path(__file__).resolve().parents[2]
-RESULTS = ROOT / "bench" / "results"
 ADMIN_URL = os.environ.get(
     "RAGLINE_BENCH_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
@@ -45,10 +44,9 @@ def machine() -> dict[str, Any]:
     }
 
 
-def write_result(name: str, data: dict[str, Any]) -> Path:
-    RESULTS.mkdir(parents=True, exist_ok=True)
+def write_result(path: Path, data: dict[str, Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
     data["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
-    path = RESULTS / name
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     return path
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -29,7 +30,6 @@ from litestar.types import ASGIApp, HTTPRequestEvent, Receive, ReceiveMessage, S
 
 from service import telemetry
 from service.admission.gate import BATCH, INTERACTIVE, AdmissionGate
-from service.api.auth import bearer_key, identify
 from service.db.keys import hash_key
 from service.errors import (
     PROBLEM_JSON,
@@ -39,7 +39,12 @@ from service.errors import (
     RequestTimeout,
     Unauthorized,
 )
+from service.identity import Principal
 from service.request_state import RequestState
+
+Identify = Callable[..., Awaitable[Principal]]
+"""`service.api.auth.identify(request, runtime, key_cache, *, may_look_up)`, handed in by the
+app factory (admission sits below the routes' package and does not import it)."""
 
 CLASS_HEADER = b"x-ragline-class"
 GUARDED_PREFIX = "/v1/"
@@ -63,9 +68,19 @@ class ClientGone(Exception):
     """The client disconnected before its body arrived: nothing to answer."""
 
 
+def bearer_digest(scope: Scope) -> bytes:
+    """The digest of the request's bearer key (of "" when there is none: identify refuses)."""
+    for name, value in scope.get("headers", []):
+        if name == b"authorization":
+            scheme, _, key = value.decode("latin-1").partition(" ")
+            return hash_key(key.strip() if scheme.lower() == "bearer" else "")
+    return hash_key("")
+
+
 class AdmissionMiddleware:
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, identify: Identify) -> None:
         self.app = app
+        self.identify = identify
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not scope["path"].startswith(GUARDED_PREFIX):  # type: ignore[comparison-overlap]
@@ -84,7 +99,7 @@ class AdmissionMiddleware:
         )
         async with contextlib.AsyncExitStack() as held:
             try:
-                principal = await _identify(scope, runtime, app_state.key_cache)
+                principal = await _identify(self.identify, scope, runtime, app_state.key_cache)
                 state.principal = principal
                 held.enter_context(runtime.guard.concurrency.hold(principal))
                 await runtime.limiter.admit(principal.tenant_id, cls)
@@ -101,7 +116,7 @@ class AdmissionMiddleware:
             await self.app(scope, _replay(body, receive), send)
 
 
-async def _identify(scope: Scope, runtime: Any, key_cache: Any) -> Any:
+async def _identify(identify: Identify, scope: Scope, runtime: Any, key_cache: Any) -> Principal:
     if runtime.draining:
         raise Overloaded(
             "the service is shutting down; retry on another replica",
@@ -113,7 +128,7 @@ async def _identify(scope: Scope, runtime: Any, key_cache: Any) -> Any:
     guard = runtime.guard
     try:
         with telemetry.stage("auth"):
-            digest = hash_key(bearer_key(request))
+            digest = bearer_digest(scope)
             with guard.authenticating(address, digest) as may_look_up:
                 principal = await identify(request, runtime, key_cache, may_look_up=may_look_up)
     except Unauthorized:

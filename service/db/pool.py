@@ -24,7 +24,8 @@ def embedded_url(state_dir: Path) -> str:
     As root, pgserver runs the server as a `pgserver` system user it creates. The server stops
     when the last process using it exits normally.
     """
-    import pgserver
+    # the embedded PostgreSQL (pgserver): only when no database URL is configured
+    import pgserver  # noqa: PLC0415
 
     pgdata = (state_dir / "pg").resolve()
     pgdata.parent.mkdir(parents=True, exist_ok=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from service.config import Settings
+from service.embed.onnx_export import load_onnx_embedder
 from service.embed.protocol import Embedder, packaged_model_dir
 
 
@@ -12,9 +13,8 @@ def load_embedder(settings: Settings) -> Embedder:
     e = settings.embedder
     model_dir = Path(e.model_dir) if e.model_dir else packaged_model_dir()
     if e.backend == "torch":
-        from service.embed.torch_st import SentenceTransformerEmbedder
+        # torch + sentence-transformers (seconds, ~1 GB): loaded only for backend = "torch"
+        from service.embed.torch_st import SentenceTransformerEmbedder  # noqa: PLC0415
 
         return SentenceTransformerEmbedder(model_dir, threads=e.threads)
-    from service.embed.onnx import OnnxEmbedder
-
-    return OnnxEmbedder.load(model_dir, settings.state_dir / "models" / "onnx", threads=e.threads)
+    return load_onnx_embedder(model_dir, settings.state_dir / "models" / "onnx", threads=e.threads)

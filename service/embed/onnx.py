@@ -65,7 +65,7 @@ class OnnxEmbedder:
     def __init__(self, model_dir: Path, onnx_dir: Path, threads: int = 1) -> None:
         onnx_path = onnx_dir / ONNX_FILE
         if not onnx_path.is_file():
-            raise FileNotFoundError(f"{onnx_path} missing: build it with OnnxEmbedder.load")
+            raise FileNotFoundError(f"{onnx_path} missing: build it with load_onnx_embedder")
         self.dim, self.max_tokens = read_model_shape(model_dir)
         self.name = model_name(model_dir)
         self.threads = threads
@@ -92,15 +92,6 @@ class OnnxEmbedder:
             str(onnx_path), sess_options=opts, providers=["CPUExecutionProvider"]
         )
         self._inputs = [i.name for i in self._session.get_inputs()]
-
-    @classmethod
-    def load(cls, model_dir: Path, onnx_dir: Path, threads: int = 1) -> OnnxEmbedder:
-        """Export (and verify) the model into `onnx_dir` unless a matching export is cached."""
-        # Imported here: the exporter needs torch, which serving from a cached export does not.
-        from service.embed.onnx_export import export_onnx
-
-        export_onnx(model_dir, onnx_dir)
-        return cls(model_dir, onnx_dir, threads)
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:

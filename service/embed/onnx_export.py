@@ -109,6 +109,13 @@ def export_onnx(model_dir: Path, out_dir: Path) -> Path:
     return out_dir / ONNX_FILE
 
 
+def load_onnx_embedder(model_dir: Path, onnx_dir: Path, threads: int = 1) -> OnnxEmbedder:
+    """Export (and verify) the model into `onnx_dir` unless a matching export is cached, then
+    load it. Exporting needs torch; serving from a cached export does not import it."""
+    export_onnx(model_dir, onnx_dir)
+    return OnnxEmbedder(model_dir, onnx_dir, threads)
+
+
 @contextmanager
 def _locked(lock_path: Path) -> Iterator[None]:
     with lock_path.open("a") as f:
@@ -128,12 +135,14 @@ def _replace_dir(new: Path, target: Path) -> None:
 
 
 def _export_and_verify(model_dir: Path, out_dir: Path) -> dict[str, Any]:
-    import onnx
-    import sentence_transformers
-    import torch
-    import transformers
-    from sentence_transformers import SentenceTransformer
-    from transformers import AutoModel
+    # The exporter's heavy tools (torch, transformers, onnx): only when an export is (re)built,
+    # never when serving from a cached export.
+    import onnx  # noqa: PLC0415
+    import sentence_transformers  # noqa: PLC0415
+    import torch  # noqa: PLC0415
+    import transformers  # noqa: PLC0415
+    from sentence_transformers import SentenceTransformer  # noqa: PLC0415
+    from transformers import AutoModel  # noqa: PLC0415
 
     started = time.perf_counter()
     # Eager attention traces to a plain graph (no data-dependent SDPA branches) that ONNX

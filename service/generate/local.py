@@ -64,8 +64,8 @@ def find_gguf() -> Path:
 def convert_gguf(gguf: Path, out: Path) -> Path:
     """Dequantize the GGUF into a bf16 Hugging Face checkpoint at `out` (once; blocking)."""
     # torch and transformers load only when the local model is used (seconds, ~1 GB)
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
+    import torch  # noqa: PLC0415
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig  # noqa: PLC0415
 
     tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     if not tok.chat_template:
@@ -138,8 +138,8 @@ class LocalGenerator:
     @classmethod
     def load(cls, settings: Settings) -> LocalGenerator:
         """Load (converting first if needed) the model; blocking, call it from a thread."""
-        import torch  # heavy: only when the local model is used
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        import torch  # noqa: PLC0415 (heavy: only when the local model is used)
+        from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: PLC0415
 
         g = settings.generator
         torch.set_num_threads(g.local_threads)
@@ -223,8 +223,8 @@ class LocalGenerator:
         record: GenerationRecord | None,
     ) -> None:
         """Runs in a worker thread: tokenize, prefill, decode; pushes text pieces to `out`."""
-        import torch  # heavy: only when the local model is used
-        from transformers import StoppingCriteria, StoppingCriteriaList, TextStreamer
+        import torch  # noqa: PLC0415 (heavy: only when the local model is used)
+        from transformers import StoppingCriteria, StoppingCriteriaList, TextStreamer  # noqa: PLC0415
 
         def push(item: object) -> None:
             loop.call_soon_threadsafe(out.put_nowait, item)

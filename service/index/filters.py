@@ -19,8 +19,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from service.config import RESERVED_PAYLOAD
 from service.errors import InvalidRequest
-from service.index.protocol import RESERVED_PAYLOAD
 
 FieldType = Literal["keyword", "integer", "float", "bool", "datetime"]
 RANGE_OPS = ("gt", "gte", "lt", "lte")

@@ -8,6 +8,7 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
+from service.config import RESERVED_PAYLOAD
 from service.text.bm25 import SparseVec
 
 _POINT_NS = uuid.UUID("6f1c3c1e-7b0a-4d59-9a53-2f8f6b1f0a11")
@@ -92,11 +93,6 @@ class SearchQuery(msgspec.Struct, kw_only=True):
     """K of the `saturating` formula: BM25 enters as bm25 / (bm25 + K)."""
     bm25_scale: float = 4.5
     """S of the `per_term` formula: BM25 enters as bm25 / (S · distinct query terms)."""
-
-
-RESERVED_PAYLOAD = frozenset(
-    {"tenant_id", "doc_id", "chunk_ix", "acl", "title", "text", "source_uri", "lang", "doc_version"}
-)
 
 
 def hit_from_payload(

@@ -14,8 +14,9 @@ from service.index.protocol import Hit
 
 class CrossEncoderReranker:
     def __init__(self, model_dir: Path, *, max_length: int = 256, threads: int = 1) -> None:
-        import torch
-        from sentence_transformers import CrossEncoder
+        # torch + sentence-transformers: only when the cross-encoder reranker is configured
+        import torch  # noqa: PLC0415
+        from sentence_transformers import CrossEncoder  # noqa: PLC0415
 
         if not (model_dir / "config.json").is_file():
             raise FileNotFoundError(f"{model_dir}: not a model directory (no config.json)")

@@ -5,7 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from service.config import Settings
+from service.embed.onnx_export import export_onnx
 from service.embed.protocol import packaged_model_dir
+from service.rerank.cross_encoder import CrossEncoderReranker
+from service.rerank.features import FeatureReranker
+from service.rerank.maxsim import MaxSimReranker
 from service.rerank.protocol import Reranker
 
 
@@ -14,15 +18,9 @@ def load_reranker(settings: Settings) -> Reranker | None:
     if r.backend == "none":
         return None
     if r.backend == "features":
-        from service.rerank.features import FeatureReranker
-
         return FeatureReranker()
     if r.backend == "cross_encoder":
-        from service.rerank.cross_encoder import CrossEncoderReranker
-
         return CrossEncoderReranker(Path(r.model_dir), threads=r.threads)
-    from service.embed.onnx_export import export_onnx
-    from service.rerank.maxsim import MaxSimReranker
 
     e = settings.embedder
     model_dir = Path(e.model_dir) if e.model_dir else packaged_model_dir()

@@ -19,8 +19,8 @@ from service.cache.stats import Stats
 from service.config import Settings
 from service.telemetry.context import RequestTelemetry
 from service.telemetry.deferred import PresetIds, materialize
+from service.telemetry.labels import OTHER
 from service.telemetry.metrics import BreakerView, Metrics
-from service.telemetry.naming import OTHER
 from service.telemetry.tracing import build_provider, clean_attributes
 from service.telemetry.usage import UsageRecord, UsageWriter
 

@@ -24,7 +24,8 @@ from service.telemetry.deferred import (
     new_trace_id,
     sampled,
 )
-from service.telemetry.naming import OTHER, RouteNamer
+from service.telemetry.labels import OTHER
+from service.telemetry.naming import RouteNamer
 
 _propagator = TraceContextTextMapPropagator()
 _TRACE_HEADERS = (b"traceparent", b"tracestate")

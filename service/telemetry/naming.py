@@ -16,9 +16,10 @@ from litestar import Litestar
 from litestar.types import Method
 from litestar.utils import normalize_path
 
+from service.telemetry.labels import OTHER
+
 ROUTE_KEY = "telemetry_route"
 QUIET_KEY = "telemetry_quiet"
-OTHER = "other"
 
 
 RouteNamer = Callable[[str, str], tuple[str, str, bool]]

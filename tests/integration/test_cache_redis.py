@@ -24,11 +24,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redis.asyncio import Redis
 
-from indexing.documents import SourceDoc
-from indexing.sync import Indexer
 from service.config import CacheSettings, LimitsSettings, TenantLimits
 from service.db.tenants import create_tenant
 from service.identity import Principal
+from service.ingest.documents import SourceDoc
+from service.ingest.pipeline import Indexer
 from service.pipeline.events import Done, Sources
 from tests.cache_helpers import (
     TEST_REDIS_URL,

@@ -30,6 +30,7 @@ from evals.compare import differences, quality
 from evals.groundedness import GroundednessScorer, split_sentences
 from evals.judge import Judge
 from evals.prepare import make_key, principal, sync_corpus
+from evals.report_html import write_html
 from evals.results import Report, read_report, write_report
 from evals.runner import SuiteRun
 from evals.suite import CANARY_GROUP, Suite, load_suite
@@ -420,8 +421,6 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 def test_the_html_report_renders_in_a_headless_browser(
     in_process_report: Report, tmp_path: Path
 ) -> None:
-    from evals.report_html import write_html
-
     html = tmp_path / "report.html"
     write_html(in_process_report, html)
     shot = tmp_path / "report.png"

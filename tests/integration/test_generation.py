@@ -13,8 +13,11 @@ from typing import Any
 
 import httpx
 import msgspec
+import openai
 import pytest
+from openai import AsyncOpenAI
 
+from service.runtime import Runtime
 from tests.helpers import auth, index_files, make_key, parse_sse, write
 from tests.integration.conftest import GenApp
 from tests.serving import serve
@@ -237,8 +240,6 @@ async def test_output_cap_reaches_the_upstream(app: GenApp, key: str) -> None:
 async def test_budget_exceeded_before_any_byte_is_504(
     settings: Any, runtime: Any, key: str
 ) -> None:
-    from service.runtime import Runtime
-
     tight = msgspec.structs.replace(
         settings, budget=msgspec.structs.replace(settings.budget, ttft_ms=0.001)
     )
@@ -258,8 +259,6 @@ async def test_budget_exceeded_before_any_byte_is_504(
 
 
 async def test_openai_sdk_non_streaming(app: GenApp, key: str) -> None:
-    from openai import AsyncOpenAI
-
     client = AsyncOpenAI(base_url=app.url + "/v1", api_key=key, max_retries=0)
     try:
         out = await client.chat.completions.create(
@@ -286,8 +285,6 @@ async def test_openai_sdk_non_streaming(app: GenApp, key: str) -> None:
 
 
 async def test_openai_sdk_streaming(app: GenApp, key: str) -> None:
-    from openai import AsyncOpenAI
-
     client = AsyncOpenAI(base_url=app.url + "/v1", api_key=key, max_retries=0)
     try:
         stream = await client.chat.completions.create(
@@ -311,8 +308,6 @@ async def test_openai_sdk_streaming(app: GenApp, key: str) -> None:
 
 
 async def test_openai_sdk_sees_error_and_bad_key(app: GenApp, key: str) -> None:
-    import openai
-
     client = openai.AsyncOpenAI(base_url=app.url + "/v1", api_key="rk_nope", max_retries=0)
     try:
         with pytest.raises(openai.AuthenticationError):

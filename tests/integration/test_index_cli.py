@@ -6,6 +6,7 @@ exported model) while the session's runtime keeps its index open.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from service.cli import main
+from service.cli import command_group, main
 from tests.files import make_corpus
 from tests.helpers import write
 
@@ -80,10 +81,6 @@ async def test_index_add_status_ls_and_exit_codes(
 
 
 def test_bench_group_is_shared_with_other_packages() -> None:
-    import argparse
-
-    from service.cli import command_group
-
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command")
     other = sub.add_parser("bench").add_subparsers(dest="sub")

@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from service.config import ConfigError, load_settings
 from service.embed.fake import HashEmbedder
 from service.errors import UpstreamError
 from service.index.edge import EdgeIndex
@@ -20,7 +21,8 @@ from service.index.engine_fusion import ENGINE_FUSIONS, EngineFusion, replay
 from service.index.filters import parse_filters
 from service.index.protocol import Chunk, Hit, SearchQuery, VectorIndex, point_id
 from service.index.qdrant import QdrantIndex
-from service.index.schema import collection_spec
+from service.index.schema import QuantizationSpec, collection_spec
+from service.runtime import open_index
 from service.text.bm25 import doc_vector, query_vector
 
 pytestmark = pytest.mark.integration
@@ -235,9 +237,6 @@ async def test_qdrant_refuses_other_dims() -> None:
 
 
 async def test_runtime_wires_the_qdrant_backend() -> None:
-    from service.config import ConfigError, load_settings
-    from service.runtime import open_index
-
     settings = load_settings(
         environ={
             "RAGLINE_INDEX_BACKEND": "qdrant",
@@ -259,8 +258,6 @@ async def test_runtime_wires_the_qdrant_backend() -> None:
 
 @pytest.mark.parametrize("backend", ["edge", "qdrant-local"])
 async def test_quantized_collections_search_the_same(backend: str, tmp_path: Path) -> None:
-    from service.index.schema import QuantizationSpec
-
     spec = collection_spec(DIM, FIELDS, quantization=QuantizationSpec(kind="scalar_int8"))
     idx: Any
     if backend == "edge":

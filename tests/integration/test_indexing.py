@@ -13,6 +13,7 @@ import pytest
 
 from indexing.loaders import Selection, load_path, prune_scope
 from service.db.tenants import acl_identities, create_tenant, index_version
+from service.embed.fake import HashEmbedder
 from service.identity import identities
 from service.index.protocol import SearchQuery
 from service.ingest.pipeline import Indexer, IngestOptions
@@ -265,8 +266,6 @@ async def test_broken_source_or_registry_stops_the_run_with_its_error(
     runtime: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """No hang: an error of the source iterator or of PostgreSQL ends the run, marked failed."""
-    from service.embed.fake import HashEmbedder
-
     t = await tenant(runtime, "broken")
     write(tmp_path, "a.md", "# A\n\nThe tern note.\n")
     fast = Indexer(runtime.pool, runtime.index, HashEmbedder(), IngestOptions(embed_batch=1))

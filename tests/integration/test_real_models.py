@@ -24,7 +24,12 @@ from typing import Any
 import httpx
 import msgspec
 import pytest
+from openai import AsyncOpenAI
 
+from service.generate.factory import open_router
+from service.generate.local import LocalGenerator
+from service.generate.protocol import GenerationRecord, Passage
+from service.runtime import Runtime
 from tests.helpers import auth, index_files, make_key, parse_sse, write
 from tests.serving import free_port, serve
 
@@ -95,9 +100,6 @@ async def key(runtime: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.fixture(scope="module")
 async def app(settings: Any, runtime: Any, vllm: Vllm) -> AsyncIterator[tuple[str, Any]]:
-    from service.generate.factory import open_router
-    from service.runtime import Runtime
-
     s = msgspec.structs.replace(
         settings,
         generator=msgspec.structs.replace(
@@ -144,8 +146,6 @@ async def test_answer_streams_from_real_vllm(app: tuple[str, Any], key: str) -> 
 
 
 async def test_openai_sdk_through_ragline_to_vllm(app: tuple[str, Any], key: str) -> None:
-    from openai import AsyncOpenAI
-
     url, _ = app
     client = AsyncOpenAI(base_url=url + "/v1", api_key=key, max_retries=0, timeout=120)
     try:
@@ -189,9 +189,6 @@ async def test_client_disconnect_aborts_the_vllm_request(
 async def test_stopped_vllm_trips_breaker_and_fallback_answers(
     settings: Any, runtime: Any, vllm: Vllm, key: str
 ) -> None:
-    from service.generate.factory import open_router
-    from service.runtime import Runtime
-
     s = msgspec.structs.replace(
         settings,
         generator=msgspec.structs.replace(
@@ -241,9 +238,6 @@ async def test_stopped_vllm_trips_breaker_and_fallback_answers(
 
 
 async def test_local_generator_on_real_smollm2(settings: Any, tmp_path: Path) -> None:
-    from service.generate.local import LocalGenerator
-    from service.generate.protocol import GenerationRecord, Passage
-
     s = msgspec.structs.replace(
         settings, storage=msgspec.structs.replace(settings.storage, state_dir=str(tmp_path))
     )

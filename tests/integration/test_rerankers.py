@@ -12,6 +12,7 @@ import pytest
 
 from service.embed.protocol import packaged_model_dir
 from service.index.protocol import Hit
+from service.rerank.cross_encoder import CrossEncoderReranker
 from service.rerank.loader import load_reranker
 from service.rerank.maxsim import MaxSimReranker
 from service.rerank.stage import RerankStage
@@ -40,8 +41,9 @@ HITS = [
 @pytest.fixture(scope="module")
 def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A CrossEncoder directory built from the packaged MiniLM weights with a fresh 1-logit head."""
-    import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    # torch + transformers: only when this fixture runs, not at collection
+    import torch  # noqa: PLC0415
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer  # noqa: PLC0415
 
     src = packaged_model_dir()
     torch.manual_seed(0)
@@ -79,8 +81,6 @@ async def test_cross_encoder_from_a_local_directory(
 
 
 def test_cross_encoder_needs_a_model_directory(tmp_path: Path) -> None:
-    from service.rerank.cross_encoder import CrossEncoderReranker
-
     with pytest.raises(FileNotFoundError, match=r"config\.json"):
         CrossEncoderReranker(tmp_path)
 

@@ -13,7 +13,9 @@ from typing import Any
 
 import httpx
 import msgspec
+import pgserver
 import pytest
+from pgserver._commands import pg_ctl
 
 from service.api import auth as auth_module
 from service.app import create_app
@@ -35,14 +37,10 @@ class PrivatePostgres:
     its own pg_ctl."""
 
     def __init__(self, pgdata: Path) -> None:
-        import pgserver
-
         self.server: Any = pgserver.get_server(str(pgdata), cleanup_mode="delete")
         self.url = str(self.server.get_uri())
 
     def stop(self) -> None:
-        from pgserver._commands import pg_ctl
-
         pg_ctl(
             ["-w", "-m", "fast", "stop"], pgdata=self.server.pgdata, user=self.server.system_user
         )

@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 
 from service.config import ConfigError, load_settings
+from tests.helpers import ROOT
 
 pytestmark = pytest.mark.unit
 
@@ -41,9 +42,7 @@ def test_bad_generator_settings_name_the_key(env: dict[str, str], named: str) ->
 
 
 def test_deploy_pool_config_loads() -> None:
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "deploy/vllm/ragline-pool.toml"
+    path = ROOT / "deploy/vllm/ragline-pool.toml"
     s = load_settings(path, environ={})
     assert s.generator.backend == "openai" and len(s.generator.base_urls) == 2
     assert s.generator.class_routes["chat"] == ["openai", "extractive"]

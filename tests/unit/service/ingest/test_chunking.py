@@ -4,7 +4,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from indexing.chunking import chunk_document, markdown_sections
+from service.ingest.chunking import chunk_document, markdown_sections
 from service.text.tokenize import words
 
 pytestmark = pytest.mark.unit

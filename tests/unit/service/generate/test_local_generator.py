@@ -9,6 +9,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from tokenizers import Tokenizer, models, pre_tokenizers
 
 from service.generate.local import LocalGenerator
 from service.generate.protocol import GenerationRecord, GeneratorBusy, Passage
@@ -20,9 +21,9 @@ PASSAGES = [Passage(id="S1", title="Office", text="w1 w2 w3")]
 
 @pytest.fixture(scope="module")
 def tiny() -> tuple[Any, Any]:
-    import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    # torch + transformers: only when this fixture runs, not at collection
+    import torch  # noqa: PLC0415
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast  # noqa: PLC0415
 
     words = ["<eos>", "<unk>", *(f"w{i}" for i in range(60))]
     tk = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))

@@ -1,6 +1,6 @@
 """Benchmark the embedders: single-query latency and batch throughput, torch vs ONNX Runtime.
 
-    python -m service.embed.bench_embed [--state-dir .ragline] [--threads 1 2]
+    python -m evals.bench.embed [--state-dir .ragline] [--threads 1 2]
 
 Queries come from SciFact's queries, chunks of ~200 word pieces from its corpus. Configurations
 take turns (blocks of queries, batch by batch) so background load on a shared machine hits all
@@ -18,9 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import torch
 from tokenizers import Tokenizer
 
 from service.embed.onnx import OnnxEmbedder
+from service.embed.onnx_export import load_onnx_embedder
 from service.embed.protocol import Embedder, packaged_model_dir
 
 DATA = Path("/work/shared/data/scifact/derived")
@@ -62,8 +64,6 @@ class Config:
 
     def embed(self, texts: Sequence[str]) -> None:
         if self.uses_torch:
-            import torch
-
             torch.set_num_threads(self.threads)  # process-wide, so set before every call
         self.embedder.embed(texts)
 
@@ -113,12 +113,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=3, help="timed batches per batch size")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from service.embed.torch_st import SentenceTransformerEmbedder
+    # after HF_HUB_OFFLINE is set: huggingface_hub reads it when imported
+    from service.embed.torch_st import SentenceTransformerEmbedder  # noqa: PLC0415
 
     model_dir = packaged_model_dir()
     onnx_dir = args.state_dir / "models" / "onnx"
     start = time.perf_counter()
-    OnnxEmbedder.load(model_dir, onnx_dir)
+    load_onnx_embedder(model_dir, onnx_dir)
     print(f"onnx export ready in {time.perf_counter() - start:.1f}s at {onnx_dir}")
     torch_embedder = SentenceTransformerEmbedder(model_dir, threads=1)
     configs: list[Config] = []

@@ -42,7 +42,7 @@ def onnx_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def embedder(onnx_dir: Path) -> OnnxEmbedder:
-    return OnnxEmbedder.load(packaged_model_dir(), onnx_dir, threads=2)
+    return onnx_export.load_onnx_embedder(packaged_model_dir(), onnx_dir, threads=2)
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +95,7 @@ def test_second_load_reuses_export(
         raise AssertionError("re-exported a current export")
 
     monkeypatch.setattr(onnx_export, "_export_and_verify", no_export)
-    again = OnnxEmbedder.load(packaged_model_dir(), onnx_dir, threads=1)
+    again = onnx_export.load_onnx_embedder(packaged_model_dir(), onnx_dir, threads=1)
     assert (onnx_dir / "model.onnx").stat().st_ino == inode
     np.testing.assert_allclose(again.embed(ENGLISH), embedder.embed(ENGLISH), atol=1e-5)
 

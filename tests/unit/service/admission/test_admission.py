@@ -9,7 +9,13 @@ import pytest
 from service.admission.buckets import Bucket, LocalBuckets, TenantLimiter, buckets_for
 from service.admission.gate import BATCH, INTERACTIVE, AdmissionGate, slot_counts, usable_cores
 from service.cache.stats import Stats
-from service.config import AdmissionSettings, ConfigError, LimitsSettings, TenantLimits
+from service.config import (
+    AdmissionSettings,
+    ConfigError,
+    LimitsSettings,
+    TenantLimits,
+    load_settings,
+)
 from service.errors import Overloaded, RateLimited
 
 pytestmark = pytest.mark.unit
@@ -187,8 +193,6 @@ async def test_a_queued_request_is_served_past_the_target_and_refused_only_at_th
 
 
 def test_a_queue_target_above_its_hard_cap_is_a_config_error() -> None:
-    from service.config import load_settings
-
     with pytest.raises(ConfigError, match=r"admission\.queue_target_ms"):
         load_settings(
             environ={

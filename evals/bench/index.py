@@ -8,6 +8,8 @@ embedder's raw batch throughput on the same chunks in the same run.
 3. Re-run in-process on the unchanged corpus (nothing may be embedded), then re-run the real
    CLI (`ragline index add`) in a subprocess: the time a user waits for a no-op re-index.
 
+Writes `--out` (default `$TMPDIR/ragline-bench/index.json`).
+
 The whole measurement holds `flock /tmp/ragline-bench.lock`, so benchmarks never overlap.
 """
 
@@ -34,14 +36,25 @@ from typing import Any
 
 import msgspec
 
+from evals.bench.output import announce, default_out
+from indexing.cli import indexing_settings
+from indexing.loaders import list_sources, read_sources
+from indexing.progress import print_rows
+from indexing.readers.jsonl import count_records
 from service.config import Settings
+from service.db.pool import database_url, open_pool
+from service.db.tenants import create_tenant
+from service.embed.loader import load_embedder
+from service.index.edge import EdgeIndex
+from service.ingest.pipeline import Indexer, IngestOptions
+from service.ingest.summary import Summary
 
 _SCIFACT = Path("shared/data/scifact/derived/corpus.jsonl")  # ../shared beside the checkout
 DEFAULT_CORPUS = next(
-    (p / _SCIFACT for p in Path(__file__).resolve().parents[1:4] if (p / _SCIFACT).is_file()),
+    (p / _SCIFACT for p in Path(__file__).resolve().parents[2:5] if (p / _SCIFACT).is_file()),
     Path("..") / _SCIFACT,
 )
-DEFAULT_OUT = Path("bench/results/index.json")
+DEFAULT_OUT = default_out("index.json")
 LOCK = "/tmp/ragline-bench.lock"
 
 
@@ -114,15 +127,6 @@ async def _measure(
     raw_every: int,
     segments: int,
 ) -> dict[str, Any]:
-    from indexing.loaders import list_sources, read_sources
-    from indexing.readers.jsonl import count_records
-    from service.db.pool import database_url, open_pool
-    from service.db.tenants import create_tenant
-    from service.embed.loader import load_embedder
-    from service.index.edge import EdgeIndex
-    from service.ingest.pipeline import Indexer, IngestOptions
-    from service.ingest.summary import Summary
-
     embedder = await asyncio.to_thread(load_embedder, settings)
     pool = await open_pool(settings)
     out: dict[str, Any] = {"database_url": await database_url(settings)}
@@ -201,8 +205,6 @@ def _cli_rerun(
 
 
 async def _drop_tenant(settings: Settings, tenant: str) -> None:
-    from service.db.pool import open_pool
-
     pool = await open_pool(settings)
     try:
         async with pool.acquire() as conn:
@@ -222,8 +224,6 @@ def run_bench(settings: Settings, args: argparse.Namespace) -> IndexBench:
 
 
 def _run_bench(settings: Settings, args: argparse.Namespace) -> IndexBench:
-    from indexing.cli import indexing_settings
-
     settings = indexing_settings(settings, args.threads)
     threads = settings.embedder.threads
     corpus = Path(args.corpus)
@@ -286,10 +286,8 @@ def cmd_bench_index(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print(msgspec.json.encode(result).decode())
     else:
-        from indexing.progress import print_rows
-
         print_rows([msgspec.to_builtins(result)], list(result.__struct_fields__), "bench index")
-        print(f"written to {out}")
+    announce(out)
     return 0 if result.ratio >= 0.85 and result.rerun_embedded_chunks == 0 else 3
 
 
@@ -304,6 +302,6 @@ def register_bench(bench: Any) -> None:
     p.add_argument(
         "--segments", type=int, default=8, help="alternate indexing and raw replay N times"
     )
-    p.add_argument("--out", default=str(DEFAULT_OUT))
+    p.add_argument("--out", default=str(DEFAULT_OUT), help="the result file (JSON)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_bench_index)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from indexing.loaders import Selection, list_sources, load_path
 from indexing.readers.docx import read_docx
 from indexing.readers.html import read_html
+from indexing.readers.markdown import read_markdown
 from indexing.readers.pdf import read_pdf
 from service.ingest.documents import LoadError, SourceDoc
 from service.text.lang import detect_lang
@@ -99,10 +101,6 @@ def test_language_detection() -> None:
 
 
 def test_yaml_dates_in_front_matter_become_iso_text(tmp_path: Path) -> None:
-    import msgspec
-
-    from indexing.readers.markdown import read_markdown
-
     path = write(
         tmp_path, "d.md", "---\npublished: 2024-05-01\nat: 2024-05-01 10:30:00\n---\n# T\n\nx\n"
     )

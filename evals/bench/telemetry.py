@@ -1,6 +1,6 @@
 """Benchmark what telemetry costs on the request path: telemetry on vs off, in the same run.
 
-    flock /tmp/ragline-bench.lock .venv/bin/python -m service.telemetry.bench [--pairs 400]
+    flock /tmp/ragline-bench.lock .venv/bin/python -m evals.bench.telemetry [--pairs 400] [--out F]
 
 One process serves one runtime (ONNX embedder, Qdrant Edge index of `data/sample`, PostgreSQL
 pool, extractive generator) through two apps: **on** records everything (an OTLP/HTTP trace of
@@ -9,7 +9,7 @@ records to PostgreSQL) and **off** has telemetry switched off (no telemetry midd
 A client in another process streams `/v1/answer` from both, one request at a time, alternating
 on-off / off-on per pair so background load hits both alike, and measures the time to the first
 `token` event (TTFT) and to the end of the stream. Exit code 3 when the median-TTFT overhead is
-3 % or more. Results are appended to `bench/results/telemetry.json`.
+3 % or more. Results are appended to `--out` (default `$TMPDIR/ragline-bench/telemetry.json`).
 """
 
 from __future__ import annotations
@@ -24,135 +24,32 @@ import os
 import platform
 import secrets
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import asyncpg
+import httpx
+import msgspec
 import numpy as np
+import uvicorn
+
+from evals.bench.output import announce, default_out
+from service.app import create_app
+from service.config import load_settings
+from service.runtime import Runtime
+from service.telemetry import logs
+from service.telemetry.core import Telemetry
 
 GATE_PCT = 3.0
 ROOT = Path(__file__).resolve().parents[2]
-RESULTS = ROOT / "bench" / "results" / "telemetry.json"
-QUESTIONS = (
-    "How do I declare query parameters with default values?",
-    "What is a path parameter and how is it typed?",
-    "How do I read a JSON request body with a Pydantic model?",
-    "How do I enable CORS for a frontend on another origin?",
-    "How do background tasks run after the response is sent?",
-    "When should I use async def instead of def for a path operation?",
-    "How do I start the development server with the fastapi command?",
-    "What do replicas and memory mean when deploying?",
-    "How do Python type hints help editor completion?",
-    "How are optional query parameters declared?",
-    "What happens when a path parameter has the wrong type?",
-    "How does FastAPI validate request data?",
-    "What are the main features of FastAPI?",
-    "How fast is FastAPI compared to other frameworks?",
-    "How do I restart the server automatically after a crash?",
-    "Can I declare a list of query parameter values?",
-    "How do I send an email in the background after a request?",
-    "What is concurrency and how is it different from parallelism?",
-    "How do I run the app behind HTTPS in production?",
-    "What does the first steps tutorial build?",
-)
-
-
-# -- the OTLP sink (a separate process): accepts every export, counts requests and bytes -------
-
-
-def run_sink(port_file: Path) -> None:
-    counts = {"posts": 0, "bytes": 0}
-    lock = threading.Lock()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            n = int(self.headers.get("Content-Length", "0"))
-            self.rfile.read(n)
-            with lock:
-                counts["posts"] += 1
-                counts["bytes"] += n
-            self.send_response(200)
-            self.send_header("Content-Type", "application/x-protobuf")
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def do_GET(self) -> None:
-            body = json.dumps(counts).encode()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            return None
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    port_file.write_text(str(server.server_address[1]))
-    server.serve_forever()
-
-
-# -- the client (a separate process) -------------------------------------------------------------
-
-
-async def _one(client: Any, url: str, key: str, query: str) -> tuple[float, float] | None:
-    """(TTFT ms, total ms) of one streamed answer; None when it did not stream tokens (e.g. a
-    504 when a cold or starved first request misses its budget)."""
-    t0 = time.perf_counter()
-    ttft: float | None = None
-    seen = b""
-    async with client.stream(
-        "POST",
-        f"{url}/v1/answer",
-        json={"query": query},
-        headers={"Authorization": f"Bearer {key}"},
-    ) as resp:
-        if resp.status_code != 200:
-            await resp.aread()
-            return None
-        async for chunk in resp.aiter_bytes():
-            if ttft is None:
-                seen = seen[-16:] + chunk
-                if b"event: token" in seen:
-                    ttft = time.perf_counter() - t0
-    total = time.perf_counter() - t0
-    if ttft is None:
-        return None
-    return ttft * 1000, total * 1000
-
-
-async def run_client(on: str, off: str, key: str, pairs: int, warmup: int) -> dict[str, Any]:
-    import httpx
-
-    out: dict[str, Any] = {"on_ttft": [], "off_ttft": [], "on_total": [], "off_total": []}
-    failed = 0
-    async with httpx.AsyncClient(timeout=30) as client:
-        for i in range(warmup):
-            for url in (on, off):
-                await _one(client, url, key, f"{QUESTIONS[i % len(QUESTIONS)]} warm {i}")
-        for i in range(pairs):
-            q = QUESTIONS[i % len(QUESTIONS)]
-            order = (("on", on), ("off", off)) if i % 2 == 0 else (("off", off), ("on", on))
-            got: dict[str, tuple[float, float]] = {}
-            for name, url in order:
-                # A distinct query per request keeps every request on the uncached path.
-                one = await _one(client, url, key, f"{q} ({i}{name})")
-                if one is not None:
-                    got[name] = one
-            if len(got) < 2:
-                failed += 1  # a pair counts only when both sides answered
-                continue
-            for name, (ttft, total) in got.items():
-                out[f"{name}_ttft"].append(ttft)
-                out[f"{name}_total"].append(total)
-    out["failed_pairs"] = failed
-    return out
+RESULTS = default_out("telemetry.json")
 
 
 # -- the orchestrator -----------------------------------------------------------------------------
@@ -173,10 +70,6 @@ def _cli(env: dict[str, str], *args: str) -> str:
 
 @contextlib.asynccontextmanager
 async def _serve(app: Any) -> AsyncIterator[str]:
-    import socket
-
-    import uvicorn
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = int(s.getsockname()[1])
@@ -214,8 +107,6 @@ def _stats(on: list[float], off: list[float], seed: int = 7) -> dict[str, Any]:
 
 
 async def _admin_sql(url: str, sql: str) -> None:
-    import asyncpg
-
     conn = await asyncpg.connect(url)
     try:
         await conn.execute(sql)
@@ -252,7 +143,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         )  # fmt: skip
         port_file = work / "sink.port"
         sink = subprocess.Popen(
-            [sys.executable, "-m", "service.telemetry.bench", "sink", str(port_file)]
+            [sys.executable, "-m", "evals.bench.telemetry_client", "sink", str(port_file)]
         )
         for _ in range(200):
             if port_file.exists() and port_file.read_text():
@@ -276,7 +167,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": f"{os.cpu_count()} cores, no GPU, {platform.machine()}, {_cpu_model()}",
         "python": platform.python_version(),
-        "command": "flock /tmp/ragline-bench.lock .venv/bin/python -m service.telemetry.bench"
+        "command": "flock /tmp/ragline-bench.lock .venv/bin/python -m evals.bench.telemetry"
         + f" --pairs {args.pairs}",
         "loadavg_before": [round(x, 2) for x in load_before],
         "loadavg_after": [round(x, 2) for x in os.getloadavg()],
@@ -298,15 +189,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 async def measure(
     args: argparse.Namespace, env: dict[str, str], key: str, sink_url: str, work: Path
 ) -> dict[str, Any]:
-    import httpx
-    import msgspec
-
-    from service.app import create_app
-    from service.config import load_settings
-    from service.runtime import Runtime
-    from service.telemetry import logs
-    from service.telemetry.core import Telemetry
-
     settings = load_settings(environ=env)
     t = settings.telemetry
     on = msgspec.structs.replace(
@@ -334,7 +216,7 @@ async def measure(
                 _serve(create_app(off, runtime=runtime, telemetry=tel_off)) as off_url,
             ):
                 proc = await asyncio.create_subprocess_exec(
-                    sys.executable, "-m", "service.telemetry.bench", "client",
+                    sys.executable, "-m", "evals.bench.telemetry_client", "client",
                     "--on", on_url, "--off", off_url, "--key", key,
                     "--pairs", str(args.pairs), "--warmup", str(args.warmup),
                     stdout=asyncio.subprocess.PIPE,
@@ -391,18 +273,6 @@ def _append_result(result: dict[str, Any], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["sink"]:
-        run_sink(Path(argv[1]))
-        return 0
-    if argv[:1] == ["client"]:
-        p = argparse.ArgumentParser()
-        for flag in ("--on", "--off", "--key"):
-            p.add_argument(flag, required=True)
-        p.add_argument("--pairs", type=int, required=True)
-        p.add_argument("--warmup", type=int, required=True)
-        a = p.parse_args(argv[1:])
-        print(json.dumps(asyncio.run(run_client(a.on, a.off, a.key, a.pairs, a.warmup))))
-        return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pairs", type=int, default=400)
     parser.add_argument("--warmup", type=int, default=20)
@@ -422,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     result = run(args)
     _append_result(result, args.out)
+    announce(args.out)
     print(json.dumps({k: result[k] for k in ("date", "loadavg_before", "ttft", "total")}, indent=2))
     return 0 if result["gate_met"] else 3
 
