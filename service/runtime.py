@@ -184,7 +184,7 @@ class Runtime:
         # the operations, transport-free: the routes and the in-process evals call these
         self.answer_service = AnswerService(self.answers, settings, self.limiter)
         self.search_service = SearchService(self.retriever, settings, self.limiter)
-        self.index_service = IndexService(pool, index, embedder, settings)
+        self.index_service = IndexService(pool, index, embedder, settings, db=self.db)
 
     @classmethod
     async def open(cls, settings: Settings, *, embedder: Embedder | None = None) -> Runtime:

@@ -102,7 +102,7 @@ async def test_killed_embedded_postgres_gets_clean_503s_and_is_restarted(
         assert (await ask(c, embedded.keys["warm"])).status_code == 200
         for proc in embedded.processes():
             proc.kill()
-        # the index API reads PostgreSQL outside the request-path guard: still a clean 503
+        # the index API (its registry read) gets the same clean 503
         registry = await c.get("/v1/index/documents", headers=auth(embedded.keys["warm"]))
         assert registry.status_code == 503
         assert_clean(registry)
