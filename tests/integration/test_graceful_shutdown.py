@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -48,7 +50,17 @@ def ragline(env: dict[str, str], *args: str) -> str:
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
+def own_dir() -> Iterator[Path]:
+    """A directory of this test's own, outside pytest's numbered temporary directories (which a
+    concurrent pytest run of the same user may prune while a server still lives in them)."""
+    path = Path(tempfile.mkdtemp(prefix="ragline-shutdown-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def env(own_dir: Path) -> dict[str, str]:
+    tmp_path = own_dir
     return {
         **os.environ,
         "RAGLINE_STORAGE_STATE_DIR": str(tmp_path / "state"),

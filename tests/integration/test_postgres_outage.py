@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import shutil
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
+import tempfile
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +48,17 @@ class Embedded:
 
 
 @pytest.fixture
-async def embedded(embedder: Any, tmp_path: Path) -> AsyncIterator[Embedded]:
+def own_dir() -> Iterator[Path]:
+    """A directory of this test's own, outside pytest's numbered temporary directories (which a
+    concurrent pytest run of the same user may prune while a server still lives in them)."""
+    path = Path(tempfile.mkdtemp(prefix="ragline-pg-outage-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+async def embedded(embedder: Any, own_dir: Path) -> AsyncIterator[Embedded]:
+    tmp_path = own_dir
     settings = load_settings(
         environ={
             "RAGLINE_STORAGE_STATE_DIR": str(tmp_path / "state"),
