@@ -1,4 +1,4 @@
-"""`ragline eval run|prepare|ls`, plugged into the `ragline` command.
+"""`ragline eval run|prepare|ls|feedback export`, plugged into the `ragline` command.
 
     ragline eval run SUITE... [--url URL --key KEY] [--concurrency N] [--json] [--html FILE]
                               [--out FILE] [--baseline FILE]
@@ -28,6 +28,7 @@ from rich.progress import Progress as Bar
 
 from evals.backends import Backend, HttpBackend, InProcessBackend
 from evals.embedcache import CachedEmbed
+from evals.feedback import register_feedback
 from evals.gates import apply_gates
 from evals.groundedness import GroundednessScorer
 from evals.judge import Judge
@@ -443,3 +444,5 @@ def register(sub: Any) -> None:
     ls = ev.add_parser("ls", help="list the shipped suites")
     ls.add_argument("--data", type=Path)
     ls.set_defaults(func=cmd_ls)
+
+    register_feedback(ev)

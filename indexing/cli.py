@@ -1,4 +1,4 @@
-"""`ragline index …` and `ragline demo`, plugged into `ragline`."""
+"""`ragline index …`, `ragline sources …` and `ragline demo`, plugged into `ragline`."""
 
 from __future__ import annotations
 
@@ -11,63 +11,36 @@ from typing import Any
 
 import msgspec
 
-from indexing.args import parse_meta
-from indexing.loaders import Selection, estimate_documents, list_sources, prune_scope, read_sources
+from indexing.args import UsageError, parse_meta, usage_checked
+from indexing.loaders import Selection, estimate_documents, prune_scope, read_sources
 from indexing.progress import BarProgress, print_rows, show_summary
 from indexing.remote import remote_add, remote_rm, unreachable
+from indexing.roots import (
+    IdMoves,
+    announce_sources,
+    id_moves,
+    plan_roots,
+    scan,
+)
+from indexing.runner import indexing_settings, open_indexer
+from indexing.sources.cli import register_sources
 from service import telemetry
 from service.cli import cmd_serve, emit, with_pool
 from service.config import Settings
-from service.db.documents import list_documents, tenant_stats
+from service.db import sources as db_sources
+from service.db.audit import cli_actor, record
+from service.db.documents import list_documents, registered, tenant_stats
 from service.db.keys import create_key
 from service.db.pool import open_pool
 from service.db.runs import last_runs
-from service.db.tenants import create_tenant
-from service.embed.loader import load_embedder
-from service.ingest.documents import LoadError
-from service.ingest.pipeline import Indexer, IngestOptions
-from service.ingest.summary import Summary
-from service.runtime import limit_native_threads, open_index
+from service.db.tenants import create_tenant, require_tenant
+from service.ingest.pipeline import Indexer
+from service.ingest.relink import rename_documents
+from service.ingest.summary import Change, Failure, Summary
+from service.local_server import find_server
 from service.telemetry.cli import traced_command
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample"
-
-
-def indexing_settings(settings: Settings, threads: int | None) -> Settings:
-    """The embedder runs with `--threads` (or `indexing.threads`) threads during a run."""
-    n = threads or settings.indexing.threads
-    if n:
-        embedder = msgspec.structs.replace(settings.embedder, threads=n)
-        settings = msgspec.structs.replace(settings, embedder=embedder)
-    return settings
-
-
-async def open_indexer(settings: Settings, *, dry_run: bool = False) -> tuple[Indexer, Any]:
-    """An indexer on the embedded index; a dry run never opens the index."""
-    limit_native_threads(settings.embedder.threads)
-    with telemetry.span("load_embedder"):
-        embedder = await asyncio.to_thread(load_embedder, settings)
-    with telemetry.span("open_database"):
-        pool = await open_pool(settings)
-    index = None
-    if not dry_run:
-        try:
-            with telemetry.span("open_index"):
-                index = await asyncio.to_thread(open_index, settings, embedder.dim)
-        except BaseException:
-            await pool.close()
-            raise
-    options = IngestOptions(
-        embed_batch=settings.indexing.embed_batch, queue_docs=settings.indexing.queue_docs
-    )
-    indexer = Indexer(pool, index, embedder, options)
-
-    async def close() -> None:
-        if index is not None:
-            await index.close()
-        await pool.close()
-
-    return indexer, close
 
 
 def _selection(args: argparse.Namespace) -> Selection:
@@ -77,51 +50,132 @@ def _selection(args: argparse.Namespace) -> Selection:
 async def index_add(
     settings: Settings, args: argparse.Namespace, *, show_progress: bool | None = None
 ) -> Summary:
+    """Check the tenant and record source roots first (fast), then load the model and index."""
     selection = _selection(args)
     roots = [Path(p) for p in args.paths]
-    sources = []
-    missing: list[LoadError] = []
-    for root in roots:
-        if root.exists():
-            sources.extend(list_sources(root, selection))
-        else:
-            missing.append(LoadError(path=str(root), reason="no such file or directory"))
-
-    def docs() -> Any:
-        yield from missing
-        yield from read_sources(sources)
-
-    enabled = (not args.json) if show_progress is None else show_progress
-    indexer, close = await open_indexer(settings, dry_run=args.dry_run)
+    with telemetry.span("open_database"):
+        pool = await open_pool(settings)
     try:
-        total = estimate_documents(sources) + len(missing)
-        label = "planning" if args.dry_run else "indexing"
-        with (
-            BarProgress(total, label, enabled=None if enabled else False) as bar,
-            telemetry.span("sync", paths=len(args.paths)),
-        ):
-            return await indexer.add(
-                args.tenant,
-                docs(),
-                allow=args.allow or [],
-                public=args.public,
-                meta=parse_meta(args.meta),
-                dry_run=args.dry_run,
-                prune=prune_scope(roots, selection) if args.prune else None,
-                progress=bar,
-            )
+        async with pool.acquire() as conn:
+            await require_tenant(conn, args.tenant)
+            recorded = await db_sources.list_sources(conn, args.tenant)
+            known = await registered(conn, args.tenant)
+        plan = plan_roots(args.tenant, roots, recorded, known.values())
+        if not args.dry_run:
+            async with pool.acquire() as conn:
+                for row in plan.new:
+                    await db_sources.add_source(conn, row)
+        announce_sources(plan.new, args.dry_run)
+        found = scan(roots, plan, selection)
+        moves = id_moves(found.sources, known.values())
+        found.refuse(moves)
+
+        def docs() -> Any:
+            yield from found.errors
+            yield from read_sources(found.sources, found.skipped)
+
+        enabled = (not args.json) if show_progress is None else show_progress
+        indexer, close = await open_indexer(settings, dry_run=args.dry_run, pool=pool)
+        try:
+            before = await _apply_moves(indexer, args, moves)
+            total = estimate_documents(found.sources) + len(found.errors)
+            label = "planning" if args.dry_run else "indexing"
+            with (
+                BarProgress(total, label, enabled=None if enabled else False) as bar,
+                telemetry.span("sync", paths=len(args.paths)),
+            ):
+                summary = await indexer.add(
+                    args.tenant,
+                    docs(),
+                    allow=args.allow or [],
+                    public=args.public,
+                    meta=parse_meta(args.meta),
+                    dry_run=args.dry_run,
+                    prune=prune_scope(roots, selection) if args.prune else None,
+                    progress=bar,
+                )
+            summary.merge(before)
+            summary.skipped.extend(Failure(path=s.path, reason=s.reason) for s in found.skipped)
+            extra = {"allow": sorted(args.allow or []), "public": args.public, "prune": args.prune}
+            await _audit(indexer, args.tenant, "documents.add", summary, extra)
+            return summary
+        finally:
+            await close()
     finally:
-        await close()
+        await pool.close()
 
 
-def _remote(args: argparse.Namespace, settings: Settings) -> tuple[str, str] | None:
+async def _audit(
+    indexer: Indexer, tenant: str, action: str, summary: Summary, extra: dict[str, Any]
+) -> None:
+    """An indexing run from the CLI in the audit log: counts and the ACL given, never paths or
+    text (service/db/audit.py)."""
+    if summary.dry_run or not (summary.added or summary.updated or summary.removed):
+        return
+
+    counts = {f: getattr(summary, f) for f in ("added", "updated", "removed", "failed")}
+    async with indexer.pool.acquire() as conn:
+        await record(
+            conn,
+            tenant_id=tenant,
+            actor=cli_actor(),
+            action=action,
+            details=counts | extra | {"run_id": summary.run_id},
+        )
+
+
+async def _apply_moves(indexer: Indexer, args: argparse.Namespace, moves: IdMoves) -> Summary:
+    """Rename documents to their ids under the recorded root (vectors carried over) and drop
+    stale second copies of the same file, before the run plans anything."""
+    summary = Summary(tenant=args.tenant, dry_run=args.dry_run)
+    summary.changes.extend(
+        Change(doc_id=f"{old} -> {new}", action="rename") for old, new in moves.renames
+    )
+    if args.dry_run:
+        summary.renamed = len(moves.renames)
+        summary.removed = len(moves.duplicates)
+        summary.changes.extend(Change(doc_id=d, action="remove") for d in moves.duplicates)
+        return summary
+    if moves.renames:
+        assert indexer.index is not None
+        summary.renamed = await rename_documents(
+            indexer.pool, indexer.index, args.tenant, moves.renames
+        )
+    if moves.duplicates:
+        summary.merge(await indexer.remove(args.tenant, moves.duplicates))
+    return summary
+
+
+class Target(msgspec.Struct, kw_only=True, frozen=True):
+    """A running service to index through: a remote one (`--url`, a key), or the local
+    `ragline serve` holding this state dir's index (its token; any tenant)."""
+
+    url: str
+    key: str
+    local: bool = False
+
+
+def _remote(args: argparse.Namespace, settings: Settings) -> Target | None:
     url = getattr(args, "url", None) or settings.indexing.url
     if not url:
-        return None
+        found = find_server(settings.state_dir) if settings.index.backend == "edge" else None
+        if found is None:
+            return None
+        return Target(url=found.url, key=found.token, local=True)
     key = getattr(args, "key", None) or settings.indexing.key
     if not key:
-        raise SystemExit("ragline: --url needs --key (or RAGLINE_INDEXING_KEY) with index scope")
-    return url, key
+        raise UsageError("--url needs --key (or RAGLINE_INDEXING_KEY) with index scope")
+    return Target(url=url, key=key)
+
+
+async def _tenant_exists(settings: Settings, tenant: str) -> None:
+    """Before anything slow (the model, the index): an unknown tenant is a usage error."""
+
+    async def go(conn: Any) -> int:
+        await require_tenant(conn, tenant)
+        return 0
+
+    await with_pool(settings, go)
 
 
 def _trace_summary(span: Any, s: Summary) -> None:
@@ -151,30 +205,46 @@ def _run(
     return 1 if summary.failed else 0
 
 
+@usage_checked
 def cmd_index_add(args: argparse.Namespace, settings: Settings) -> int:
     settings = indexing_settings(settings, args.threads)
     remote = _remote(args, settings)
     if remote is not None:
-        with unreachable(remote[0]):
+        if remote.local:
+            asyncio.run(_tenant_exists(settings, args.tenant))
+        with unreachable(remote.url):
             return _run(
-                lambda: remote_add(remote[0], remote[1], args), args, settings, "ragline index add"
+                lambda: remote_add(remote.url, remote.key, args, local=remote.local),
+                args,
+                settings,
+                "ragline index add",
             )
     return _run(lambda: index_add(settings, args), args, settings, "ragline index add")
 
 
+@usage_checked
 def cmd_index_rm(args: argparse.Namespace, settings: Settings) -> int:
     remote = _remote(args, settings)
     if remote is not None:
-        with unreachable(remote[0]):
+        if remote.local:
+            asyncio.run(_tenant_exists(settings, args.tenant))
+        with unreachable(remote.url):
             return _run(
-                lambda: remote_rm(remote[0], remote[1], args), args, settings, "ragline index rm"
+                lambda: remote_rm(remote.url, remote.key, args, local=remote.local),
+                args,
+                settings,
+                "ragline index rm",
             )
+    asyncio.run(_tenant_exists(settings, args.tenant))
 
     async def go() -> Summary:
         indexer, close = await open_indexer(settings, dry_run=args.dry_run)
         try:
             with telemetry.span("sync", doc_ids=len(args.doc_ids)):
-                return await indexer.remove(args.tenant, args.doc_ids, dry_run=args.dry_run)
+                summary = await indexer.remove(args.tenant, args.doc_ids, dry_run=args.dry_run)
+            extra = {"doc_ids": list(args.doc_ids)[:1000]}
+            await _audit(indexer, args.tenant, "documents.remove", summary, extra)
+            return summary
         finally:
             await close()
 
@@ -235,6 +305,16 @@ def cmd_index_status(args: argparse.Namespace, settings: Settings) -> int:
                     "pending": r["pending"],
                     "index_version": r["index_version"],
                     "last_run": last,
+                    "sources": [
+                        {
+                            "name": s.name,
+                            "kind": s.kind,
+                            "last_sync": s.last_sync_at,
+                            "status": s.last_status,
+                            "error": s.last_error,
+                        }
+                        for s in await db_sources.list_sources(conn, r["tenant_id"])
+                    ],
                 }
             )
         emit(rows, args.json, _show_status)
@@ -253,8 +333,15 @@ def _show_status(rows: list[dict[str, Any]]) -> None:
                 f"#{last['run_id']} {last['kind']} {last['status']} {last['started_at']}"
                 f" (+{last['added']} ~{last['updated']} -{last['removed']} !{last['failed']})"
             )
-        flat.append({**r, "last_run": run})
+        sources = "; ".join(
+            f"{s['name']} ({s['kind']}): "
+            + (f"{s['status']} {s['last_sync']}" if s["last_sync"] else "never synced")
+            + (f" - {s['error']}" if s["error"] else "")
+            for s in r["sources"]
+        )
+        flat.append({**r, "last_run": run, "sources": sources or "-"})
     cols = ["tenant", "documents", "chunks", "failed", "pending", "index_version", "last_run"]
+    cols.append("sources")
     print_rows(flat, cols, "index status")
 
 
@@ -282,7 +369,8 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     port = args.port or settings.server.port
     url = f"http://{host}:{port}"
     print(
-        f"\nRagline demo\n  URL: {url}\n  key: {key}\n  ask:\n"
+        f"\nRagline demo\n  URL: {url}\n  key: {key}\n"
+        f"  chat: open {url}/ in a browser and paste the key\n  ask:\n"
         f"    curl -N {url}/v1/answer -H 'Authorization: Bearer {key}' "
         f"-H 'Content-Type: application/json' "
         '-d \'{"query": "How do I declare query parameters?"}\'\n',
@@ -356,6 +444,8 @@ def register(sub: Any) -> None:
     status.add_argument("--tenant")
     status.add_argument("--json", action="store_true")
     status.set_defaults(func=cmd_index_status)
+
+    register_sources(sub)
 
     demo = sub.add_parser("demo", help="index the sample corpus for tenant 'demo' and serve it")
     demo.add_argument("--host")

@@ -18,7 +18,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from service.ingest.summary import Summary
+from service.ingest.summary import Failure, Summary
 
 COLUMNS = ("added", "updated", "unchanged", "removed", "failed", "chunks", "seconds")
 
@@ -102,11 +102,40 @@ def show_summary(s: Summary, console: Console | None = None) -> None:
         if len(s.changes) > 200:
             console.print(f"… and {len(s.changes) - 200} more (see --json)")
     console.print(table)
-    for err in s.errors:
-        console.print(f"[red]failed[/red] {escape(str(err))}", highlight=False)
+    moved = [f"{n} {what}" for n, what in ((s.renamed, "renamed"), (s.relinked, "relinked")) if n]
+    if moved:
+        console.print(f"{', '.join(moved)} (links and ids only: nothing re-embedded)")
+    for line in grouped(s.errors):
+        console.print(f"[red]failed[/red] {escape(line)}", highlight=False, soft_wrap=True)
+    for line in grouped(s.skipped):
+        console.print(f"[yellow]skipped[/yellow] {escape(line)}", highlight=False, soft_wrap=True)
+
+
+def grouped(items: list[Failure], show: int = 3) -> list[str]:
+    """One line per reason: a reason shared by several files is one line with a count and
+    the first few paths (55 files without an ACL are one line, not 55)."""
+    by_reason: dict[str, list[Failure]] = {}
+    for f in items:
+        by_reason.setdefault(f.reason, []).append(f)
+    lines = []
+    for reason, fs in by_reason.items():
+        if len(fs) == 1:
+            lines.append(str(fs[0]))
+            continue
+        where = [f"{f.path}:{f.line}" if f.line is not None else f.path for f in fs[:show]]
+        more = f", … {len(fs) - show} more" if len(fs) > show else ""
+        lines.append(f"{len(fs)} files ({reason}): {', '.join(where)}{more}")
+    return lines
 
 
 def print_rows(rows: list[dict[str, Any]], columns: list[str], title: str = "") -> None:
+    """A table on a terminal; tab-separated lines with a header row otherwise (pipes and files
+    get every value whole: nothing truncated to a terminal's width)."""
+    if not sys.stdout.isatty():
+        print("\t".join(columns))
+        for r in rows:
+            print("\t".join(_cell(r.get(c)) for c in columns))
+        return
     table = Table(title=title or None)
     for col in columns:
         table.add_column(col)

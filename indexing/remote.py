@@ -11,22 +11,27 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Iterator
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import httpx
 import msgspec
 
 from indexing.args import parse_meta
-from indexing.loaders import Selection, estimate_documents, list_sources, prune_scope, read_sources
+from indexing.loaders import Selection, estimate_documents, prune_scope, read_sources
 from indexing.progress import BarProgress
+from indexing.roots import Found, announce_sources, id_moves, plan_roots, scan
 from service.db.documents import DocRow
+from service.db.sources import SourceRow
 from service.errors import UpstreamError
-from service.ingest.documents import SourceDoc
-from service.ingest.plan import DocPlanner, Settled
-from service.ingest.summary import Failure, Summary
+from service.ingest.documents import LoadError, SourceDoc
+from service.ingest.plan import DocPlanner, Settled, resolve_acl
+from service.ingest.summary import Change, Failure, Progress, Summary
+from service.local_server import TENANT_HEADER
 from service.ops.index import Registered, Registry
 
 BATCH_DOCS = 64
@@ -81,12 +86,19 @@ def retry_after_s(value: str | None) -> float:
         return 1.0
 
 
-def _client(
-    url: str, key: str, transport: httpx.AsyncBaseTransport | None = None
+def index_client(
+    url: str,
+    key: str,
+    transport: httpx.AsyncBaseTransport | None = None,
+    tenant: str | None = None,
 ) -> httpx.AsyncClient:
+    """`tenant`: the local server's token names the tenant (a key implies its own)."""
+    headers = {"Authorization": f"Bearer {key}", "X-Ragline-Class": "batch"}
+    if tenant is not None:
+        headers[TENANT_HEADER] = tenant
     return httpx.AsyncClient(
         base_url=url.rstrip("/"),
-        headers={"Authorization": f"Bearer {key}", "X-Ragline-Class": "batch"},
+        headers=headers,
         timeout=TIMEOUT,
         transport=RetryAfterTransport(transport),
     )
@@ -104,7 +116,7 @@ def _check(resp: httpx.Response) -> bytes:
     return resp.content
 
 
-async def _registry(client: httpx.AsyncClient, tenant: str | None) -> Registry:
+async def fetch_registry(client: httpx.AsyncClient, tenant: str | None) -> Registry:
     reg = msgspec.json.decode(_check(await client.get("/v1/index/documents")), type=Registry)
     if tenant and tenant != reg.tenant:
         raise RemoteError(f"the key belongs to tenant {reg.tenant!r}, not {tenant!r}")
@@ -125,63 +137,144 @@ def _batches(docs: list[SourceDoc]) -> Iterator[list[SourceDoc]]:
         yield batch
 
 
-async def remote_add(url: str, key: str, args: argparse.Namespace) -> Summary:
+async def _folders(
+    client: httpx.AsyncClient, args: argparse.Namespace, reg: Registry, summary: Summary
+) -> Found:
+    """Source roots as the service records them; documents move to their ids under them."""
+    selection = Selection(include=tuple(args.include or ()), exclude=tuple(args.exclude or ()))
+    roots = [Path(p) for p in args.paths]
+    recorded = msgspec.json.decode(
+        _check(await client.get("/v1/index/sources")), type=list[SourceRow]
+    )
+    plan = plan_roots(reg.tenant, roots, recorded, (_row(r) for r in reg.documents))
+    if not args.dry_run:
+        for row in plan.new:
+            body = {"name": row.name, "kind": row.kind, "root": row.root}
+            _check(await client.post("/v1/index/sources", json=body))
+    announce_sources(plan.new, args.dry_run)
+    found = scan(roots, plan, selection)
+    moves = id_moves(found.sources, (_row(r) for r in reg.documents))
+    found.refuse(moves)
+    summary.changes.extend(
+        Change(doc_id=f"{old} -> {new}", action="rename") for old, new in moves.renames
+    )
+    if args.dry_run:
+        summary.renamed += len(moves.renames)
+        summary.removed += len(moves.duplicates)
+    else:
+        if moves.renames:
+            resp = await client.post("/v1/index/renames", json={"pairs": moves.renames})
+            summary.renamed += int(msgspec.json.decode(_check(resp))["renamed"])
+        for doc_id in moves.duplicates:
+            summary.merge(await _delete(client, doc_id))
+    renamed = dict(moves.renames)
+    dropped = set(moves.duplicates)
+    reg.documents = [
+        msgspec.structs.replace(r, doc_id=renamed.get(r.doc_id, r.doc_id))
+        for r in reg.documents
+        if r.doc_id not in dropped
+    ]
+    return found
+
+
+async def remote_add(
+    url: str, key: str, args: argparse.Namespace, *, local: bool = False
+) -> Summary:
+    """`local`: `key` is the local server's token, which names the tenant in a header."""
     selection = Selection(include=tuple(args.include or ()), exclude=tuple(args.exclude or ()))
     roots = [Path(p) for p in args.paths]
     meta = parse_meta(args.meta)
-    async with _client(url, key) as client:
-        reg = await _registry(client, args.tenant)
+    async with index_client(url, key, tenant=args.tenant if local else None) as client:
+        reg = await fetch_registry(client, args.tenant)
         summary = Summary(tenant=reg.tenant, dry_run=args.dry_run)
-        sources = []
-        for root in roots:
-            if root.exists():
-                sources.extend(list_sources(root, selection))
-            else:
-                summary.failed += 1
-                summary.errors.append(Failure(path=str(root), reason="no such file or directory"))
-        known = {r.doc_id: _row(r) for r in reg.documents}
-        planner = DocPlanner(
-            known, allow=args.allow or [], public=args.public, meta=meta, salt=reg.hash_salt
+        found = await _folders(client, args, reg, summary)
+        items = itertools.chain(found.errors, read_sources(found.sources, found.skipped))
+        summary.merge(
+            await push(
+                client,
+                reg,
+                items,
+                allow=args.allow or [],
+                public=args.public,
+                meta=meta,
+                dry_run=args.dry_run,
+                prune=prune_scope(roots, selection) if args.prune else None,
+                total=estimate_documents(found.sources),
+                show=not args.json,
+            )
         )
-        send: list[SourceDoc] = []
-        with BarProgress(estimate_documents(sources), "reading", enabled=not args.json) as bar:
-            for item in read_sources(sources):
-                decided = planner.plan(item)
-                if isinstance(decided, Settled):
-                    decided.count(summary, bar)
-                    continue
-                doc = decided.doc
-                send.append(
-                    msgspec.structs.replace(doc, acl=decided.acl, metadata=decided.metadata)
-                )
-        with BarProgress(len(send), "indexing", enabled=not args.json and bool(send)) as bar:
-            for batch in _batches(send):
-                body = msgspec.json.encode({"documents": batch, "dry_run": args.dry_run})
-                resp = await client.post(
-                    "/v1/index/documents",
-                    content=body,
-                    headers={"Content-Type": "application/json"},
-                )
-                part = msgspec.json.decode(_check(resp), type=Summary)
-                summary.merge(part)
-                for _ in batch:
-                    bar.doc_done("sent", 0)
-        if args.prune:
-            in_scope = prune_scope(roots, selection)
-            doomed = [
-                r.doc_id
-                for r in reg.documents
-                if r.doc_id not in planner.seen
-                and in_scope(known[r.doc_id])
-                and not _errored(r.origin, planner.errored)
-            ]
-            if args.dry_run:
-                summary.removed += len(doomed)
-            else:
-                for doc_id in doomed:
-                    part = await _delete(client, doc_id)
-                    summary.merge(part)
+        summary.skipped.extend(Failure(path=s.path, reason=s.reason) for s in found.skipped)
+        await record_run(client, "add", summary)
     return summary
+
+
+async def push(
+    client: httpx.AsyncClient,
+    reg: Registry,
+    items: Iterable[SourceDoc | LoadError],
+    *,
+    allow: Sequence[str],
+    public: bool,
+    meta: dict[str, Any],
+    dry_run: bool,
+    prune: Callable[[DocRow], bool] | None,
+    total: int,
+    show: bool,
+    progress: Progress | None = None,
+) -> Summary:
+    """Plan documents here (unchanged ones never travel), send the rest in batches, and with
+    `prune` delete registered documents in that scope that `items` did not hold."""
+    summary = Summary(tenant=reg.tenant, dry_run=dry_run)
+    known = {r.doc_id: _row(r) for r in reg.documents}
+    planner = DocPlanner(known, allow=allow, public=public, meta=meta, salt=reg.hash_salt)
+    send: list[SourceDoc] = []
+    with BarProgress(total, "reading", enabled=show and progress is None) as bar:
+        for item in items:
+            decided = planner.plan(item)
+            if isinstance(decided, Settled):
+                decided.count(summary, progress or bar)
+                continue
+            doc = decided.doc
+            send.append(msgspec.structs.replace(doc, acl=decided.acl, metadata=decided.metadata))
+    # a new link only: the service rewrites it in place (the same document, not re-embedded)
+    for doc, _ in planner.relinks:
+        summary.unchanged -= 1
+        acl = resolve_acl(doc, allow, public)
+        send.append(msgspec.structs.replace(doc, acl=acl, metadata={**doc.metadata, **meta}))
+    with BarProgress(len(send), "indexing", enabled=show and bool(send)) as bar:
+        for batch in _batches(send):
+            body = msgspec.json.encode({"documents": batch, "dry_run": dry_run})
+            resp = await client.post(
+                "/v1/index/documents", content=body, headers={"Content-Type": "application/json"}
+            )
+            summary.merge(msgspec.json.decode(_check(resp), type=Summary))
+            for _ in batch:
+                bar.doc_done("sent", 0)
+    if prune is not None:
+        doomed = [
+            r.doc_id
+            for r in reg.documents
+            if r.doc_id not in planner.seen
+            and prune(known[r.doc_id])
+            and not _errored(r.origin, planner.errored)
+        ]
+        if dry_run:
+            summary.removed += len(doomed)
+        else:
+            for doc_id in doomed:
+                summary.merge(await _delete(client, doc_id))
+    return summary
+
+
+async def record_run(client: httpx.AsyncClient, kind: str, summary: Summary) -> None:
+    """The service records the run as this client saw it (failures on this side included)."""
+    if summary.dry_run:
+        return
+    body = msgspec.json.encode({"kind": kind, "summary": summary})
+    resp = await client.post(
+        "/v1/index/runs", content=body, headers={"Content-Type": "application/json"}
+    )
+    summary.run_id = int(msgspec.json.decode(_check(resp))["run_id"])
 
 
 def _row(r: Registered) -> DocRow:
@@ -193,6 +286,7 @@ def _row(r: Registered) -> DocRow:
         chunk_count=r.chunks,
         status=r.status,
         origin=r.origin,
+        source_uri=r.source_uri,
     )
 
 
@@ -205,14 +299,21 @@ async def _delete(client: httpx.AsyncClient, doc_id: str) -> Summary:
     return msgspec.json.decode(_check(resp), type=Summary)
 
 
-async def remote_rm(url: str, key: str, args: argparse.Namespace) -> Summary:
-    async with _client(url, key) as client:
-        reg = await _registry(client, args.tenant)
+async def remote_rm(
+    url: str, key: str, args: argparse.Namespace, *, local: bool = False
+) -> Summary:
+    async with index_client(url, key, tenant=args.tenant if local else None) as client:
+        reg = await fetch_registry(client, args.tenant)
         summary = Summary(tenant=reg.tenant, dry_run=args.dry_run)
         present = {r.doc_id for r in reg.documents}
         for doc_id in args.doc_ids:
-            if args.dry_run:
-                summary.removed += doc_id in present
+            if doc_id not in present:
+                summary.failed += 1
+                reason = "no such document (see `ragline index ls`)"
+                summary.errors.append(Failure(path=doc_id, reason=reason))
+            elif args.dry_run:
+                summary.removed += 1
             else:
                 summary.merge(await _delete(client, doc_id))
+        await record_run(client, "rm", summary)
     return summary

@@ -9,15 +9,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 from typing import Any
 
-import msgspec
-
+from service.auth.notify import notify_auth_change
+from service.cli_identity import identity_commands
+from service.cli_support import command_group, emit, run_async, with_pool
 from service.config import ConfigError, Settings, load_settings
-from service.db.keys import create_key, list_keys, revoke_key
-from service.db.pool import open_pool
+from service.db.audit import cli_actor, record
+from service.db.keys import (
+    create_key,
+    key_view,
+    list_keys,
+    parse_duration,
+    revoke_key,
+)
 from service.db.tenants import create_tenant, list_tenants
 from service.errors import RaglineError
 from service.runtime import limit_native_threads
@@ -25,26 +32,7 @@ from service.server import serve
 from service.telemetry import logs
 
 Command = Callable[[argparse.Namespace, Settings], int]
-
-
-def emit(data: Any, as_json: bool, render: Callable[[Any], object] | None = None) -> None:
-    if as_json or render is None:
-        sys.stdout.write(msgspec.json.encode(data).decode() + "\n")
-    else:
-        render(data)
-
-
-def run_async(fn: Callable[[], Awaitable[int]]) -> int:
-    return asyncio.run(fn())  # type: ignore[arg-type]
-
-
-async def with_pool(settings: Settings, fn: Callable[[Any], Awaitable[int]]) -> int:
-    pool = await open_pool(settings)
-    try:
-        async with pool.acquire() as conn:
-            return await fn(conn)
-    finally:
-        await pool.close()
+__all__ = ["cmd_serve", "command_group", "emit", "main", "run_async", "with_pool"]
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
@@ -81,18 +69,40 @@ def cmd_tenants_ls(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_keys_create(args: argparse.Namespace, settings: Settings) -> int:
+
     async def go(conn: Any) -> int:
-        key = await create_key(
-            conn,
-            tenant_id=args.tenant,
-            user_id=args.user,
-            groups=args.group or [],
-            scopes=args.scope or ["query"],
-        )
+        async with conn.transaction():
+            key = await create_key(
+                conn,
+                tenant_id=args.tenant,
+                user_id=args.user,
+                groups=args.group or [],
+                scopes=args.scope or ["query"],
+                expires_in=parse_duration(args.expires_in) if args.expires_in else None,
+                may_assert=args.may_assert or [],
+            )
+            await record(
+                conn,
+                tenant_id=key.tenant_id,
+                actor=cli_actor(),
+                action="key.create",
+                target=key.key_id,
+                details={
+                    "user": key.user_id,
+                    "groups": key.groups,
+                    "scopes": key.scopes,
+                    "expires_at": key.expires_at,
+                    "may_assert": key.may_assert,
+                },
+            )
 
         def show(k: Any) -> None:
             print(f"key id: {k.key_id}  tenant: {k.tenant_id}  user: {k.user_id}")
             print(f"groups: {', '.join(k.groups) or '-'}  scopes: {', '.join(k.scopes)}")
+            if k.expires_at:
+                print(f"expires: {k.expires_at}")
+            if k.may_assert:
+                print(f"may assert: {', '.join(k.may_assert)}")
             print(f"API key (shown once, store it now): {k.key}")
 
         emit(key, args.json, show)
@@ -102,8 +112,23 @@ def cmd_keys_create(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_keys_revoke(args: argparse.Namespace, settings: Settings) -> int:
+
     async def go(conn: Any) -> int:
-        ok = await revoke_key(conn, args.key_id)
+        async with conn.transaction():
+            tenant = await conn.fetchval(
+                "SELECT tenant_id FROM api_keys WHERE key_id = $1", args.key_id
+            )
+            ok = await revoke_key(conn, args.key_id)
+            if ok:
+                await record(
+                    conn,
+                    tenant_id=tenant,
+                    actor=cli_actor(),
+                    action="key.revoke",
+                    target=args.key_id,
+                )
+        if ok:
+            await notify_auth_change(settings)
         print(f"key {args.key_id} {'revoked' if ok else 'not found or already revoked'}")
         return 0 if ok else 1
 
@@ -111,34 +136,26 @@ def cmd_keys_revoke(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_keys_ls(args: argparse.Namespace, settings: Settings) -> int:
+
     async def go(conn: Any) -> int:
-        rows = [
-            {
-                "key_id": r["key_id"],
-                "tenant": r["tenant_id"],
-                "user": r["user_id"],
-                "groups": r["groups"],
-                "scopes": r["scopes"],
-                "revoked": r["revoked_at"] is not None,
-            }
-            for r in await list_keys(conn, args.tenant)
-        ]
-        emit(rows, args.json, lambda d: [print("\t".join(str(v) for v in r.values())) for r in d])
+        rows = [key_view(r) for r in await list_keys(conn, args.tenant)]
+        emit(
+            rows,
+            args.json,
+            lambda d: [
+                print(
+                    "\t".join(
+                        str(r[k])
+                        for k in ("key_id", "tenant", "user", "groups", "scopes", "expires_at")
+                    )
+                    + ("" if r["active"] else "\tinactive")
+                )
+                for r in d
+            ],
+        )
         return 0
 
     return run_async(lambda: with_pool(settings, go))
-
-
-def command_group(sub: Any, name: str, help_text: str) -> Any:
-    """The sub-command group `name` (e.g. `bench`), created by the first package that asks and
-    reused by the others, so several packages can add commands to one group."""
-    existing = sub.choices.get(name)
-    if existing is not None:
-        for action in existing._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                return action
-        return existing.add_subparsers(dest="sub", required=True)
-    return sub.add_parser(name, help=help_text).add_subparsers(dest="sub", required=True)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -167,7 +184,14 @@ def build_parser() -> argparse.ArgumentParser:
     k_create.add_argument("--tenant", required=True)
     k_create.add_argument("--user", required=True)
     k_create.add_argument("--group", action="append", help="repeatable")
-    k_create.add_argument("--scope", action="append", choices=["query", "index", "admin"])
+    k_create.add_argument("--scope", action="append", choices=["query", "index", "admin", "act_as"])
+    k_create.add_argument("--expires-in", metavar="DURATION", help="e.g. 90d, 12h, 30m, 1s")
+    k_create.add_argument(
+        "--may-assert",
+        action="append",
+        metavar="PATTERN",
+        help="act_as keys: identities they may assert, e.g. 'group:*' or 'group:eng'",
+    )
     k_create.add_argument("--json", action="store_true")
     k_create.set_defaults(func=cmd_keys_create)
     k_ls = keys.add_parser("ls", help="list keys (never the keys themselves)")
@@ -178,6 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     k_rev.add_argument("key_id")
     k_rev.set_defaults(func=cmd_keys_revoke)
 
+    identity_commands(sub)
     for ep in entry_points(group="ragline.commands"):
         ep.load()(sub)
     return parser

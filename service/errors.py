@@ -15,6 +15,9 @@ import msgspec
 
 PROBLEM_TYPE = "https://ragline.dev/problems/"
 PROBLEM_JSON = "application/problem+json"
+OPENAI_ERRORS = "errors_openai"
+"""A route handler's `opt` key: true on the OpenAI-compatible routes, whose errors (the
+admission middleware's refusals too) render as `to_openai()` instead of problem+json."""
 
 
 class ErrorEvent(msgspec.Struct, kw_only=True, tag="error", dict=True):
@@ -35,6 +38,20 @@ class Problem(msgspec.Struct, kw_only=True, omit_defaults=True):
     detail: str
     code: str
     request_id: str = ""
+
+
+_OPENAI_TYPES = {
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    409: "conflict_error",
+    429: "rate_limit_error",
+}
+
+
+def openai_error_type(status: int) -> str:
+    """OpenAI's `error.type` for an HTTP status."""
+    return _OPENAI_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
 
 
 class RaglineError(Exception):
@@ -76,9 +93,17 @@ class RaglineError(Exception):
         event.__dict__["error"] = self
         return event
 
-    def to_openai(self) -> dict[str, dict[str, str]]:
-        """OpenAI's error envelope (what the chat-completions stream ends with on an error)."""
-        return {"error": {"message": self.message, "type": "ragline_error", "code": self.code}}
+    def to_openai(self) -> dict[str, dict[str, str | None]]:
+        """OpenAI's error envelope, `{"error": {"message", "type", "code", "param"}}`: the body
+        of an error on the OpenAI-compatible routes, and what their stream ends with."""
+        return {
+            "error": {
+                "message": self.message,
+                "type": openai_error_type(self.status),
+                "code": self.code,
+                "param": None,
+            }
+        }
 
     @staticmethod
     def from_event(event: ErrorEvent) -> RaglineError:

@@ -18,6 +18,9 @@ class Principal(msgspec.Struct, frozen=True, kw_only=True):
     groups: tuple[str, ...] = ()
     scopes: frozenset[str] = frozenset({"query"})
     key_id: str = ""
+    via: str = "key"
+    """How the principal was established: `key`, `jwt` (a token of the tenant's issuer) or
+    `act_as` (a frontend's key answering for the user it names; `key_id` is the frontend's)."""
 
     @property
     def identities(self) -> frozenset[str]:

@@ -41,6 +41,7 @@ from service.generate.router import GeneratorRouter
 from service.index.edge import EdgeIndex
 from service.index.protocol import VectorIndex
 from service.index.schema import CollectionSpec, QuantizationSpec, collection_spec
+from service.ingest.relink import scrub_server_paths
 from service.ops.answer import AnswerService
 from service.ops.index import IndexService
 from service.ops.search import SearchService
@@ -204,6 +205,7 @@ class Runtime:
             await pool.close()
             raise
         try:
+            await scrub_server_paths(pool, index)  # links older versions stored (once)
             router = await open_router(settings)
         except BaseException:
             await index.close()

@@ -30,6 +30,7 @@ import uvicorn
 from service.app import create_app
 from service.config import Settings
 from service.errors import RaglineError
+from service.local_server import announce, withdraw
 from service.runtime import Runtime
 
 log = logging.getLogger("ragline.server")
@@ -89,8 +90,13 @@ async def serve(settings: Settings, host: str, port: int) -> int:
         print(f"ragline serve: cannot start: {exc.message}", file=sys.stderr, flush=True)
         return 1
     s = settings.server
+    app = create_app(settings, runtime=runtime, owns_runtime=True)
+    local = None
+    if settings.index.backend == "edge":  # CLI commands on this state dir go through us
+        local = announce(settings.state_dir, host, port)
+        app.state.local_token = local.token
     config = uvicorn.Config(
-        create_app(settings, runtime=runtime, owns_runtime=True),
+        app,
         host=host,
         port=port,
         log_level="warning",
@@ -104,6 +110,9 @@ async def serve(settings: Settings, host: str, port: int) -> int:
         await server.serve()
     except SystemExit as exc:  # uvicorn exits when it cannot bind (the lifespan has closed)
         return int(exc.code or 1)
+    finally:
+        if local is not None:
+            withdraw(settings.state_dir, local)
     if not server.started:
         await runtime.close()
         return 1

@@ -37,10 +37,10 @@ from typing import Any
 import msgspec
 
 from evals.bench.output import announce, default_out
-from indexing.cli import indexing_settings
 from indexing.loaders import list_sources, read_sources
 from indexing.progress import print_rows
 from indexing.readers.jsonl import count_records
+from indexing.runner import indexing_settings
 from service.config import Settings
 from service.db.pool import database_url, open_pool
 from service.db.tenants import create_tenant

@@ -14,6 +14,10 @@ from service.text.lang import detect_lang
 _ATX = regex.compile(r"^(\s{0,3})(#{1,6})(\s|$)")
 
 
+class EmptyDocument(ValueError):
+    """A file with no text: skipped (and reported), never a 0-chunk document."""
+
+
 def acl_value(value: Any, where: str) -> list[str] | None:
     if value is None:
         return None
@@ -35,16 +39,26 @@ def escape_heading(paragraph: str) -> str:
 
 
 def document(
-    path: Path, doc_id: str, text: str, *, title: str, markdown: bool, lang: str = ""
+    path: Path,
+    doc_id: str,
+    text: str,
+    *,
+    title: str,
+    markdown: bool,
+    lang: str = "",
+    anchors: bool = False,
+    page_starts: list[int] | None = None,
 ) -> SourceDoc:
+    """The link (`source_uri`) is left to the loader: never the file's path on this machine."""
     if not text.strip():
-        raise ValueError("no text found")
+        raise EmptyDocument("empty (no text found)")
     return SourceDoc(
         doc_id=doc_id,
         text=text,
         title=title or path.stem,
-        source_uri=str(path),
         lang=lang or detect_lang(text),
         markdown=markdown,
         origin=str(path),
+        anchors=anchors,
+        page_starts=page_starts or [],
     )

@@ -27,4 +27,6 @@ def read_html(path: Path, doc_id: str) -> SourceDoc:
     meta = trafilatura.extract_metadata(raw)
     title = (meta.title if meta is not None else None) or ""
     lang = (meta.language if meta is not None else None) or ""
-    return document(path, doc_id, text or "", title=title, markdown=True, lang=lang[:2].lower())
+    return document(
+        path, doc_id, text or "", title=title, markdown=True, lang=lang[:2].lower(), anchors=True
+    )

@@ -1,5 +1,5 @@
 """JSONL records (`id` or `_id`, `title`, `text`, optional `acl`, `metadata`, `lang`,
-`source_uri`): BEIR corpora such as SciFact's `corpus.jsonl` index as they are.
+`url`): BEIR corpora such as SciFact's `corpus.jsonl` index as they are.
 A bad line is reported with its number and skipped; the other records still load.
 """
 
@@ -14,6 +14,7 @@ import msgspec
 from indexing.readers.common import acl_value
 from service.ingest.documents import LoadError, SourceDoc
 from service.text.lang import detect_lang
+from service.text.uris import public_uri
 
 
 class _Record(msgspec.Struct, kw_only=True):
@@ -25,9 +26,15 @@ class _Record(msgspec.Struct, kw_only=True):
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)
     lang: str = ""
     source_uri: str = ""
+    url: str = ""
 
 
 _decoder = msgspec.json.Decoder(_Record)
+
+
+def _link(url: str, doc_id: str) -> str:
+    """A record's `url` (or `source_uri`) if it is public, else its id: never a server path."""
+    return public_uri(url, doc_id) if url else doc_id
 
 
 def read_jsonl(path: Path) -> Iterator[SourceDoc | LoadError]:
@@ -49,11 +56,12 @@ def read_jsonl(path: Path) -> Iterator[SourceDoc | LoadError]:
                     doc_id=str(rid),
                     text=rec.text,
                     title=rec.title,
-                    source_uri=rec.source_uri or f"{path}#{rid}",
+                    source_uri=_link(rec.url or rec.source_uri, str(rid)),
                     lang=rec.lang or detect_lang(f"{rec.title} {rec.text}"),
                     acl=acl_value(rec.acl, "record"),
                     metadata=rec.metadata,
                     origin=str(path),
+                    line=n,
                 )
             except (msgspec.DecodeError, ValueError) as exc:
                 yield LoadError(path=str(path), line=n, reason=str(exc))

@@ -8,10 +8,11 @@ from typing import Any
 
 import yaml
 
-from indexing.readers.common import acl_value
+from indexing.readers.common import EmptyDocument, acl_value
 from service.ingest.chunking import strip_anchor
 from service.ingest.documents import SourceDoc
 from service.text.lang import detect_lang
+from service.text.uris import is_url
 
 
 def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
@@ -55,6 +56,11 @@ def read_markdown(path: Path, doc_id: str) -> SourceDoc:
     title = str(meta.pop("title", "") or first_heading(body) or path.stem)
     acl = acl_value(meta.pop("acl", None), "front matter")
     lang = str(meta.pop("lang", "") or detect_lang(body))
+    if not body.strip():
+        raise EmptyDocument("empty (no text after the front matter)")
+    url = str(meta.pop("url", "") or "")
+    if url and not is_url(url):
+        raise ValueError(f"front matter: url must start with https:// or http://, got {url!r}")
     metadata = meta.pop("metadata", None) or meta
     if not isinstance(metadata, dict):
         raise ValueError("front matter: metadata must be a mapping")
@@ -62,10 +68,11 @@ def read_markdown(path: Path, doc_id: str) -> SourceDoc:
         doc_id=doc_id,
         text=body,
         title=title,
-        source_uri=str(path),
+        source_uri=url,
         lang=lang,
         acl=acl,
         metadata=_json_safe(dict(metadata)),
         markdown=True,
         origin=str(path),
+        anchors=True,
     )

@@ -9,6 +9,7 @@ from pypdf.errors import PdfReadError
 
 from indexing.readers.common import document, first_line
 from service.ingest.documents import SourceDoc
+from service.ingest.links import page_starts
 
 
 def read_pdf(path: Path, doc_id: str) -> SourceDoc:
@@ -24,4 +25,6 @@ def read_pdf(path: Path, doc_id: str) -> SourceDoc:
     text = "\n\n".join(p for p in pages if p)
     if not text:
         raise ValueError("PDF has no text layer (scanned pages are not OCRed)")
-    return document(path, doc_id, text, title=title or first_line(text, path.stem), markdown=False)
+    title = title or first_line(text, path.stem)
+    starts = page_starts(pages)  # chunks link to their page (`#page=N`)
+    return document(path, doc_id, text, title=title, markdown=False, page_starts=starts)

@@ -12,8 +12,9 @@ what others need (ARCHITECTURE §1):
 5. Only then take an admission slot (503 `overloaded` when none is free in time), hold it for
    the whole response (a streamed answer included), and hand the app the body already read.
 
-A refusal is written directly as problem+json (the error's own `to_problem()`, as every other
-error), with `Retry-After` where it has one; its stable code is the request's recorded code
+A refusal is written directly as problem+json (OpenAI's envelope on the OpenAI routes; the
+error's own `to_problem()` / `to_openai()`, as every other error), with `Retry-After` where it
+has one; its stable code is the request's recorded code
 (metrics `code` label, usage record when the key named its tenant).
 """
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -32,6 +34,7 @@ from service import telemetry
 from service.admission.gate import BATCH, INTERACTIVE, AdmissionGate
 from service.db.keys import hash_key
 from service.errors import (
+    OPENAI_ERRORS,
     PROBLEM_JSON,
     Overloaded,
     PayloadTooLarge,
@@ -68,6 +71,19 @@ class ClientGone(Exception):
     """The client disconnected before its body arrived: nothing to answer."""
 
 
+def _local_cli(scope: Scope, token: str | None) -> bool:
+    """The request carries the local CLI's token (`<state_dir>/server.json`, index routes)."""
+    if not token or not scope["path"].startswith(INDEX_PREFIX):
+        return False
+    for name, value in scope.get("headers", []):
+        if name == b"authorization":
+            scheme, _, presented = value.decode("latin-1").partition(" ")
+            return scheme.lower() == "bearer" and hmac.compare_digest(
+                presented.strip().encode(), token.encode()
+            )
+    return False
+
+
 def bearer_digest(scope: Scope) -> bytes:
     """The digest of the request's bearer key (of "" when there is none: identify refuses)."""
     for name, value in scope.get("headers", []):
@@ -97,13 +113,15 @@ class AdmissionMiddleware:
         deadline = asyncio.get_running_loop().time() + (
             runtime.settings.server.body_timeout_ms / 1000
         )
+        local = _local_cli(scope, getattr(app_state, "local_token", None))
         async with contextlib.AsyncExitStack() as held:
             try:
-                principal = await _identify(self.identify, scope, runtime, app_state.key_cache)
-                state.principal = principal
-                held.enter_context(runtime.guard.concurrency.hold(principal))
-                await runtime.limiter.admit(principal.tenant_id, cls)
-                state.tenant_admitted = True
+                if not local:  # the operator's CLI on this machine: the index route checks it
+                    principal = await _identify(self.identify, scope, runtime, app_state.key_cache)
+                    state.principal = principal
+                    held.enter_context(runtime.guard.concurrency.hold(principal))
+                    await runtime.limiter.admit(principal.tenant_id, cls)
+                    state.tenant_admitted = True
                 body = await _read_body(scope, receive, _body_limit(scope, runtime), deadline)
                 gate: AdmissionGate | None = runtime.gate
                 if gate is not None:
@@ -111,7 +129,7 @@ class AdmissionMiddleware:
             except ClientGone:
                 return
             except RaglineError as exc:
-                await _refuse(exc, state.request_id, send)
+                await _refuse(exc, state.request_id, send, openai=_openai_route(scope))
                 return
             await self.app(scope, _replay(body, receive), send)
 
@@ -186,9 +204,18 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
-async def _refuse(exc: RaglineError, request_id: str, send: Send) -> None:
+def _openai_route(scope: Scope) -> bool:
+    """The matched route renders its errors in OpenAI's envelope (`OPENAI_ERRORS` in its opt)."""
+    handler = scope.get("route_handler")
+    return bool(handler is not None and handler.opt.get(OPENAI_ERRORS))
+
+
+async def _refuse(exc: RaglineError, request_id: str, send: Send, *, openai: bool) -> None:
     telemetry.note_error(exc.code)
     body = msgspec.json.encode(exc.to_problem(request_id))
+    media = PROBLEM_JSON.encode()
+    if openai:  # OpenAI clients read OpenAI's envelope
+        body, media = msgspec.json.encode(exc.to_openai()), b"application/json"
     headers = [(k.lower().encode(), v.encode()) for k, v in exc.headers().items()]
     if request_id:
         headers.append((b"x-request-id", request_id.encode()))
@@ -197,7 +224,7 @@ async def _refuse(exc: RaglineError, request_id: str, send: Send) -> None:
             "type": "http.response.start",
             "status": exc.status,
             "headers": [
-                (b"content-type", PROBLEM_JSON.encode()),
+                (b"content-type", media),
                 (b"content-length", str(len(body)).encode()),
                 *headers,
             ],

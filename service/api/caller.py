@@ -9,6 +9,7 @@ from litestar import Request
 from litestar.datastructures import State
 
 from service.api.auth import authenticate
+from service.api.index_caller import index_principal
 from service.ops.caller import Caller
 from service.request_state import RequestState
 
@@ -16,7 +17,10 @@ AnyRequest = Request[Any, Any, Any]
 
 
 async def caller(request: AnyRequest, state: State, scope: str) -> Caller:
-    principal = await authenticate(request, state.runtime, state.key_cache, scope)
+    if scope == "index":  # a key, or the local CLI's token (service.local_server)
+        principal = await index_principal(request, state)
+    else:
+        principal = await authenticate(request, state.runtime, state.key_cache, scope)
     rs = RequestState.from_scope(request.scope)
     return Caller(
         principal=principal,

@@ -17,7 +17,10 @@ from litestar.response import Stream
 
 from service.api.body import read_json
 from service.api.caller import caller
+from service.api.docs import documented
+from service.api.openai_errors import OPENAI_EXCEPTION_HANDLERS, openai_route
 from service.api.openai_schemas import (
+    CHUNK_OBJECT,
     AssistantMessage,
     ChatChunk,
     ChatCompletion,
@@ -31,19 +34,21 @@ from service.api.openai_schemas import (
 from service.api.streaming import cancel_on_disconnect, event_stream, server_timing
 from service.errors import ErrorEvent, RaglineError
 from service.ops.answer import AnswerRun, ChatArgs
-from service.pipeline.events import Done, Sources, Token
+from service.pipeline.events import Done, Source, Sources, Token
 from service.runtime import Runtime
-from service.telemetry.naming import route_name
 
 _enc = msgspec.json.Encoder()
 
 
-def _info(a: AnswerRun, done: Done) -> RaglineInfo:
+def _info(a: AnswerRun, done: Done, sources: list[Source]) -> RaglineInfo:
     return RaglineInfo(
         request_id=a.request_id,
         cache=a.cache,
         citations=done.citations,
+        abstained=not done.citations,
+        groundedness=done.groundedness,
         degraded=done.degraded,
+        sources=sources,
         timings_ms=done.timings_ms,
         generator=done.usage.generator,
         prompt_version=done.usage.prompt_version,
@@ -68,17 +73,20 @@ async def _chunks(run: AnswerRun, model: str, include_usage: bool) -> AsyncGener
     cid, created = f"chatcmpl-{run.request_id}", int(time.time())
 
     def chunk(**kw: Any) -> bytes:
-        return b"data: " + _enc.encode(ChatChunk(id=cid, created=created, model=model, **kw))
+        chunk = ChatChunk(id=cid, object=CHUNK_OBJECT, created=created, model=model, **kw)
+        return b"data: " + _enc.encode(chunk)
 
+    sources = run.sources
     async for event in run.events:
         if isinstance(event, Sources):
+            sources = event.sources
             first = ChunkChoice(delta=Delta(role="assistant", content=""))
             yield chunk(choices=[first], sources=event.sources) + b"\n\n"
         elif isinstance(event, Token):
             yield chunk(choices=[ChunkChoice(delta=Delta(content=event.text))]) + b"\n\n"
         elif isinstance(event, Done):
             last = ChunkChoice(delta=Delta(), finish_reason=_finish(run.max_tokens, event))
-            yield chunk(choices=[last], ragline=_info(run, event)) + b"\n\n"
+            yield chunk(choices=[last], ragline=_info(run, event, sources)) + b"\n\n"
             if include_usage:
                 yield chunk(choices=[], usage=_usage(event)) + b"\n\n"
         elif isinstance(event, ErrorEvent):
@@ -88,7 +96,13 @@ async def _chunks(run: AnswerRun, model: str, include_usage: bool) -> AsyncGener
     yield b"data: [DONE]\n\n"
 
 
-@post("/v1/chat/completions", status_code=200, opt=route_name("chat"))
+@post(
+    "/v1/chat/completions",
+    status_code=200,
+    opt=openai_route("chat"),
+    exception_handlers=OPENAI_EXCEPTION_HANDLERS,
+    operation_class=documented(ChatRequest, ChatCompletion, streams=True),
+)
 async def chat_completions(
     request: Request[Any, Any, Any], state: State
 ) -> Response[bytes] | Stream:
@@ -127,7 +141,7 @@ async def chat_completions(
         ],
         usage=_usage(done),
         sources=got.sources,
-        ragline=_info(run, done),
+        ragline=_info(run, done, got.sources),
     )
     return Response(
         msgspec.json.encode(out),

@@ -1,7 +1,11 @@
-"""Bodies of the OpenAI-compatible `POST /v1/chat/completions` (the subset chat UIs use).
+"""Bodies of the OpenAI-compatible routes (`/v1/chat/completions`, `/v1/models`): the subset
+chat UIs use, in OpenAI's exact wire format.
 
 Unknown request fields are ignored, as OpenAI clients send many (`n`, `user`, `tools`…).
 Ragline's extras: `filters` and `top_k` in the request; `sources` and `ragline` in responses.
+
+Wire rule: a struct with `omit_defaults=True` drops every field equal to its default when
+encoded, so a constant such as `object` is a required field there (no default), never a default.
 """
 
 from __future__ import annotations
@@ -62,12 +66,19 @@ class ChatUsage(msgspec.Struct, kw_only=True):
 
 
 class RaglineInfo(msgspec.Struct, kw_only=True):
-    """What `done` carries besides the text: for clients that know Ragline."""
+    """What `done` carries besides the text: for clients that know Ragline (the chat page too).
+
+    `abstained`: the answer cites no source (the sources do not answer the question);
+    `groundedness`: share of the answer its cited sources support (0..1), null when not scored.
+    """
 
     request_id: str
     cache: str
     citations: list[str]
+    abstained: bool
+    groundedness: float | None
     degraded: list[str]
+    sources: list[Source]
     timings_ms: dict[str, float]
     generator: str
     prompt_version: str
@@ -95,12 +106,27 @@ class ChunkChoice(msgspec.Struct, kw_only=True):
     finish_reason: str | None = None
 
 
+CHUNK_OBJECT = "chat.completion.chunk"
+
+
 class ChatChunk(msgspec.Struct, kw_only=True, omit_defaults=True):
     id: str
-    object: str = "chat.completion.chunk"
+    object: str  # required: with omit_defaults a default would never be sent
     created: int
     model: str
     choices: list[ChunkChoice]
     usage: ChatUsage | None = None
     sources: list[Source] | None = None
     ragline: RaglineInfo | None = None
+
+
+class Model(msgspec.Struct, kw_only=True):
+    id: str
+    object: str = "model"
+    created: int
+    owned_by: str
+
+
+class ModelList(msgspec.Struct, kw_only=True):
+    object: str = "list"
+    data: list[Model]

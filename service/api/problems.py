@@ -47,24 +47,34 @@ def ragline_error_handler(request: Request[Any, Any, Any], exc: RaglineError) ->
     return problem_response(exc, RequestState.from_scope(request.scope).request_id)
 
 
-def http_error_handler(request: Request[Any, Any, Any], exc: HTTPException) -> Response[bytes]:
+def from_http(exc: HTTPException) -> RaglineError:
+    """Litestar's own HTTP errors (404, 405, 413…) as Ragline errors with stable codes."""
     status = exc.status_code
     code = _HTTP_CODES.get(status, f"http_{status}")
     detail = exc.detail if isinstance(exc, NotFoundException) or status < 500 else "internal error"
     title = str(exc.detail)[:200] if status < 500 else "Error"
-    problem = HttpProblem(status, code, title, detail)
-    return problem_response(problem, RequestState.from_scope(request.scope).request_id)
+    return HttpProblem(status, code, title, detail)
 
 
-def unexpected_error_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
+def from_unexpected(request: Request[Any, Any, Any], exc: Exception) -> RaglineError:
+    """An unexpected exception, logged (with the request id), as a bare internal error."""
     rid = RequestState.from_scope(request.scope).request_id
     if isinstance(exc, OUTAGE_ERRORS):
         # a dependency dropped a connection outside the guarded paths (service/db/health.py
         # logs the state change): the client gets the same clean 503 as everywhere else
         log.warning("dependency unavailable (%s) request_id=%s", type(exc).__name__, rid)
-        return problem_response(UpstreamError("a dependency is unavailable; retry shortly"), rid)
+        return UpstreamError("a dependency is unavailable; retry shortly")
     log.error("unexpected error %s request_id=%s", type(exc).__name__, rid, exc_info=exc)
-    return problem_response(RaglineError("an unexpected error occurred; it was logged"), rid)
+    return RaglineError("an unexpected error occurred; it was logged")
+
+
+def http_error_handler(request: Request[Any, Any, Any], exc: HTTPException) -> Response[bytes]:
+    return problem_response(from_http(exc), RequestState.from_scope(request.scope).request_id)
+
+
+def unexpected_error_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
+    rid = RequestState.from_scope(request.scope).request_id
+    return problem_response(from_unexpected(request, exc), rid)
 
 
 __all__ = ["MediaType", "http_error_handler", "ragline_error_handler", "unexpected_error_handler"]

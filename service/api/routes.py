@@ -12,11 +12,12 @@ from litestar.response import Stream
 
 from service.api.body import read_json
 from service.api.caller import caller
+from service.api.docs import documented
 from service.api.schemas import AnswerRequest, AnswerResponse, SearchRequest
 from service.api.sse import encode_event
 from service.api.streaming import cancel_on_disconnect, event_stream, server_timing, sse_bytes
 from service.ops.answer import AnswerArgs
-from service.ops.search import SearchArgs
+from service.ops.search import SearchArgs, SearchResult
 from service.pipeline.events import Event
 from service.runtime import Runtime
 from service.telemetry.naming import route_name
@@ -29,7 +30,12 @@ async def _sse_at_once(events: AsyncIterator[Event]) -> AsyncGenerator[bytes, No
     yield b"".join([encode_event(event) async for event in events])
 
 
-@post("/v1/answer", status_code=200, opt=route_name("answer"))
+@post(
+    "/v1/answer",
+    status_code=200,
+    opt=route_name("answer"),
+    operation_class=documented(AnswerRequest, AnswerResponse, streams=True),
+)
 async def answer(request: AnyRequest, state: State) -> Response[bytes] | Stream:
     rt: Runtime = state.runtime
     who = await caller(request, state, "query")
@@ -72,7 +78,12 @@ async def answer(request: AnyRequest, state: State) -> Response[bytes] | Stream:
     )
 
 
-@post("/v1/search", status_code=200, opt=route_name("search"))
+@post(
+    "/v1/search",
+    status_code=200,
+    opt=route_name("search"),
+    operation_class=documented(SearchRequest, SearchResult),
+)
 async def search(request: AnyRequest, state: State) -> Response[bytes]:
     rt: Runtime = state.runtime
     who = await caller(request, state, "query")

@@ -19,6 +19,8 @@ NonNegativeFloat = Annotated[float, msgspec.Meta(ge=0)]
 Share = Annotated[float, msgspec.Meta(ge=0, le=1)]
 Port = Annotated[int, msgspec.Meta(ge=1, le=65535)]
 HttpUrl = Annotated[str, msgspec.Meta(pattern=r"^https?://")]
+Origin = Annotated[str, msgspec.Meta(pattern=r"^(\*|https?://[^/\s]+)$")]
+"""A browser origin, `scheme://host[:port]` (no path), or `*`."""
 
 
 class ServerSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -40,6 +42,10 @@ class ServerSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """On SIGTERM, after the drain: how long in-flight requests (streams included) may take to
     finish before they are cancelled; then usage records flush and the index and PostgreSQL
     close."""
+    cors_origins: list[Origin] = msgspec.field(default_factory=list)
+    """Browser origins (`https://chat.example.com`) allowed to call the API cross-origin, or
+    `["*"]` for any; empty (the default): no CORS headers, so only same-origin pages (the chat
+    page at `/`) can call it from a browser."""
 
 
 class StorageSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

@@ -20,6 +20,7 @@ class DocRow(msgspec.Struct, kw_only=True):
     lang: str = ""
     source_uri: str = ""
     origin: str = ""
+    legacy_uri: str | None = None  # the server path an older version stored (0007_sources)
 
 
 async def registered(
@@ -27,7 +28,8 @@ async def registered(
 ) -> dict[str, DocRow]:
     rows = await conn.fetch(
         "SELECT doc_id, content_hash, acl, version, chunk_count, status, title, lang, source_uri,"
-        " origin FROM documents WHERE tenant_id = $1 AND ($2::text[] IS NULL OR doc_id = ANY($2))",
+        " origin, legacy_uri FROM documents"
+        " WHERE tenant_id = $1 AND ($2::text[] IS NULL OR doc_id = ANY($2))",
         tenant_id,
         list(doc_ids) if doc_ids is not None else None,
     )

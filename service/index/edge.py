@@ -29,7 +29,7 @@ from service.index.engine_fusion import (
     query_per_term_weights,
 )
 from service.index.filters import AnyOf, Condition, FilterSpec, Match
-from service.index.protocol import Chunk, Hit, SearchQuery, point_id
+from service.index.protocol import Chunk, Hit, SearchQuery, chunk_from_payload, point_id
 from service.index.rwlock import RWLock
 from service.index.schema import (
     DENSE,
@@ -40,6 +40,7 @@ from service.index.schema import (
     collection_spec,
     missing_indexes,
 )
+from service.text.bm25 import SparseVec
 
 T = TypeVar("T")
 SCHEMA_FILE_SUFFIX = ".schema.json"
@@ -284,6 +285,51 @@ class EdgeIndex:
                 ]
             )
         )
+
+    def _doc_points_sync(self, tenant_id: str, doc_id: str) -> list[Any]:
+        flt = qe.Filter(
+            must=[
+                qe.FieldCondition(key="tenant_id", match=qe.MatchValue(tenant_id)),
+                qe.FieldCondition(key="doc_id", match=qe.MatchValue(doc_id)),
+            ]
+        )
+        out: list[Any] = []
+        offset = None
+        with self._rw.read():
+            while True:
+                req = qe.ScrollRequest(
+                    offset=offset, limit=256, filter=flt, with_payload=True, with_vector=True
+                )
+                points, offset = self._shard.scroll(req)
+                out.extend(points)
+                if offset is None:
+                    return out
+
+    async def document_chunks(self, tenant_id: str, doc_id: str) -> list[Chunk]:
+        points = await self._run(self._doc_points_sync, tenant_id, doc_id)
+        chunks = []
+        for p in points:
+            vec = p.vector or {}
+            sparse = vec.get(SPARSE)
+            chunks.append(
+                chunk_from_payload(
+                    dict(p.payload or {}),
+                    list(vec.get(DENSE, [])),
+                    SparseVec(list(sparse.indices), list(sparse.values))
+                    if sparse is not None
+                    else SparseVec([], []),
+                )
+            )
+        return sorted(chunks, key=lambda c: c.chunk_ix)
+
+    async def set_links(self, tenant_id: str, doc_id: str, links: Sequence[str]) -> None:
+        ops = [
+            qe.UpdateOperation.set_payload([point_id(tenant_id, doc_id, i)], {"source_uri": link})
+            for i, link in enumerate(links)
+        ]
+        async with self._write_lock:
+            for op in ops:
+                await self._run(self._update_sync, op)
 
     def _search_sync(self, q: SearchQuery) -> list[Hit]:
         flt = _tenant_acl_filter(q.tenant_id, q.identities, q.filter)

@@ -10,6 +10,7 @@ import msgspec
 
 from service.config import RESERVED_PAYLOAD
 from service.text.bm25 import SparseVec
+from service.text.uris import public_uri
 
 _POINT_NS = uuid.UUID("6f1c3c1e-7b0a-4d59-9a53-2f8f6b1f0a11")
 
@@ -95,6 +96,24 @@ class SearchQuery(msgspec.Struct, kw_only=True):
     """S of the `per_term` formula: BM25 enters as bm25 / (S · distinct query terms)."""
 
 
+def chunk_from_payload(payload: dict[str, Any], dense: list[float], sparse: SparseVec) -> Chunk:
+    """A stored point back as a `Chunk` (vectors included)."""
+    return Chunk(
+        tenant_id=payload["tenant_id"],
+        doc_id=payload["doc_id"],
+        chunk_ix=int(payload["chunk_ix"]),
+        text=payload.get("text", ""),
+        title=payload.get("title", ""),
+        source_uri=payload.get("source_uri", ""),
+        lang=payload.get("lang", ""),
+        acl=list(payload.get("acl", [])),
+        doc_version=int(payload.get("doc_version", 1)),
+        metadata={k: v for k, v in payload.items() if k not in RESERVED_PAYLOAD},
+        dense=dense,
+        sparse=sparse,
+    )
+
+
 def hit_from_payload(
     pid: Any, score: float, payload: dict[str, Any], scores: dict[str, float] | None = None
 ) -> Hit:
@@ -105,7 +124,8 @@ def hit_from_payload(
         score=float(score),
         text=payload.get("text", ""),
         title=payload.get("title", ""),
-        source_uri=payload.get("source_uri", ""),
+        # never a server path, whatever an older version stored (service.ingest.links)
+        source_uri=public_uri(payload.get("source_uri", ""), payload["doc_id"]),
         lang=payload.get("lang", ""),
         metadata={k: v for k, v in payload.items() if k not in RESERVED_PAYLOAD},
         scores=scores or {},
@@ -127,6 +147,14 @@ class VectorIndex(Protocol):
 
     async def search(self, query: SearchQuery) -> list[Hit]:
         """Dense, sparse or fused search; tenant and ACL are pre-filters inside the engine."""
+        ...
+
+    async def document_chunks(self, tenant_id: str, doc_id: str) -> list[Chunk]:
+        """A document's stored chunks with their vectors (to move them to a new id)."""
+        ...
+
+    async def set_links(self, tenant_id: str, doc_id: str, links: Sequence[str]) -> None:
+        """Rewrite chunk i's `source_uri` to links[i] in place: a link is not content."""
         ...
 
     async def count(self, tenant_id: str) -> int: ...

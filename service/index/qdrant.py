@@ -31,7 +31,7 @@ from service.index.engine_fusion import (
     query_per_term_weights,
 )
 from service.index.filters import AnyOf, Condition, FilterSpec, Match
-from service.index.protocol import Chunk, Hit, SearchQuery, point_id
+from service.index.protocol import Chunk, Hit, SearchQuery, chunk_from_payload, point_id
 from service.index.schema import (
     DENSE,
     SCHEMA_VERSION,
@@ -40,6 +40,7 @@ from service.index.schema import (
     PayloadIndex,
     missing_indexes,
 )
+from service.text.bm25 import SparseVec
 
 _SCHEMA_TYPES: dict[str, qm.PayloadSchemaType] = {
     "keyword": qm.PayloadSchemaType.KEYWORD,
@@ -351,6 +352,44 @@ class QdrantIndex:
             points_selector=qm.FilterSelector(filter=_doc_filter(tenant_id, doc_id, first_ix)),
             wait=True,
         )
+
+    async def document_chunks(self, tenant_id: str, doc_id: str) -> list[Chunk]:
+        await self._ready()
+        chunks: list[Chunk] = []
+        offset: Any = None
+        while True:
+            points, offset = await self._client.scroll(
+                self.collection,
+                scroll_filter=_doc_filter(tenant_id, doc_id),
+                limit=256,
+                offset=offset,
+                with_payload=True,
+                with_vectors=True,
+            )
+            for p in points:
+                vec: Any = p.vector or {}
+                sparse = vec.get(SPARSE)
+                chunks.append(
+                    chunk_from_payload(
+                        dict(p.payload or {}),
+                        list(vec.get(DENSE, [])),
+                        SparseVec(list(sparse.indices), list(sparse.values))
+                        if sparse is not None
+                        else SparseVec([], []),
+                    )
+                )
+            if offset is None:
+                return sorted(chunks, key=lambda c: c.chunk_ix)
+
+    async def set_links(self, tenant_id: str, doc_id: str, links: Sequence[str]) -> None:
+        await self._ready()
+        for i, link in enumerate(links):
+            await self._client.set_payload(
+                self.collection,
+                payload={"source_uri": link},
+                points=[point_id(tenant_id, doc_id, i)],
+                wait=True,
+            )
 
     async def search(self, query: SearchQuery) -> list[Hit]:
         await self._ready()

@@ -40,6 +40,7 @@ from service.embed.protocol import Embedder
 from service.index.protocol import VectorIndex
 from service.ingest.documents import LoadError, SourceDoc
 from service.ingest.plan import Changed, ChunkedDoc, DocPlanner, Settled, chunk, hash_salt, where
+from service.ingest.relink import links_for, relink
 from service.ingest.summary import Change, Failure, NoProgress, Progress, Summary
 
 PruneScope = Callable[[DocRow], bool]
@@ -126,7 +127,8 @@ class Indexer:
     async def _finish(self, summary: Summary, status: str) -> None:
         assert summary.run_id is not None
         stats = msgspec.to_builtins(summary)
-        stats["errors"] = stats["errors"][:100]
+        for key in ("errors", "changes", "skipped"):
+            stats[key] = stats[key][:100]
         async with self.pool.acquire() as conn:
             await finish_run(conn, summary.run_id, status, stats)
 
@@ -171,7 +173,9 @@ class Indexer:
                 return Settled(
                     doc_id=decided.doc.doc_id,
                     action="failed",
-                    failure=Failure(path=decided.where, reason=f"cannot chunk: {exc}"),
+                    failure=Failure(
+                        path=decided.where, line=decided.doc.line, reason=f"cannot chunk: {exc}"
+                    ),
                 )
 
         def produce() -> None:
@@ -205,6 +209,7 @@ class Indexer:
             await hand_off(_DONE)
             await writer
             await producer  # re-raises an error of the source iterator itself
+            await self._relink(tenant_id, planner.relinks, summary, dry_run)
         finally:
             stop.set()
             if not writer.done():
@@ -327,11 +332,32 @@ class Indexer:
             summary.added += p.old is None
             summary.updated += p.old is not None
             summary.chunks += len(p.pieces)
+            summary.changes.append(
+                Change(doc_id=p.doc.doc_id, action=p.action, chunks=len(p.pieces))
+            )
             progress.doc_done(p.action, len(p.pieces))
         for p in failed:
             summary.failed += 1
             summary.errors.append(Failure(path=where(p.doc), reason=p.error or "failed"))
             progress.doc_done("failed", 0)
+
+    async def _relink(
+        self,
+        tenant_id: str,
+        found: list[tuple[SourceDoc, str]],
+        summary: Summary,
+        dry_run: bool,
+    ) -> None:
+        """Unchanged documents with a new link: each chunk's link rewritten, nothing embedded."""
+        summary.relinked += len(found)
+        if dry_run or not found:
+            return
+        assert self.index is not None
+        docs = [
+            (doc, digest, await asyncio.to_thread(links_for, doc, self.embedder))
+            for doc, digest in found
+        ]
+        await relink(self.pool, self.index, tenant_id, docs)
 
     # -------------------------------------------------------------------------- remove
     async def remove(
@@ -345,8 +371,17 @@ class Indexer:
                 summary.run_id = await start_run(conn, tenant_id, "rm", {"dry_run": dry_run})
         status = "interrupted"
         try:
-            await self._remove(tenant_id, list(doc_ids), summary, dry_run, None)
-            status = "ok"
+            async with self.pool.acquire() as conn:
+                present = set(await registered(conn, tenant_id, doc_ids))
+            for doc_id in doc_ids:
+                if doc_id not in present:
+                    summary.failed += 1
+                    reason = "no such document (see `ragline index ls`)"
+                    summary.errors.append(Failure(path=doc_id, reason=reason))
+            await self._remove(
+                tenant_id, [d for d in doc_ids if d in present], summary, dry_run, None
+            )
+            status = "failed" if summary.failed else "ok"
         finally:
             summary.seconds = round(time.perf_counter() - t0, 3)
             if summary.run_id is not None:
@@ -384,6 +419,7 @@ class Indexer:
         async with self.pool.acquire() as conn, conn.transaction():
             summary.removed += await forget_documents(conn, tenant_id, doc_ids)
             await bump_index_version(conn, tenant_id)
+        summary.changes.extend(Change(doc_id=d, action="remove") for d in sorted(present))
         if progress is not None:
             for _ in present:
                 progress.doc_done("removed", 0)

@@ -21,6 +21,8 @@ from service.identity import PUBLIC, is_identity
 from service.index.protocol import Chunk
 from service.ingest.chunking import ChunkText, chunk_document
 from service.ingest.documents import LoadError, SourceDoc
+from service.ingest.links import chunk_links
+from service.ingest.relink import content_unchanged, needs_relink, public_link
 from service.ingest.summary import Failure, Progress, Summary
 from service.text.bm25 import SparseVec, doc_vector
 
@@ -107,6 +109,8 @@ class DocPlanner:
         """Document ids of this run, and where each was first seen."""
         self.errored: set[str] = set()
         """Paths that failed to load (or held a duplicate): prune nothing under them."""
+        self.relinks: list[tuple[SourceDoc, str]] = []
+        """Unchanged documents whose link changed (with their hash): rewritten in place."""
 
     def plan(self, item: SourceDoc | LoadError) -> Settled | Changed:
         if isinstance(item, LoadError):
@@ -119,19 +123,21 @@ class DocPlanner:
         if item.doc_id in self.seen:
             self.errored.add(item.origin)
             reason = f"duplicate document id {item.doc_id!r} (also from {self.seen[item.doc_id]})"
-            return Settled(
-                doc_id=item.doc_id, action="failed", failure=Failure(path=at, reason=reason)
-            )
+            failure = Failure(path=at, line=item.line, reason=reason)
+            return Settled(doc_id=item.doc_id, action="failed", failure=failure)
         self.seen[item.doc_id] = at
         try:
             acl = resolve_acl(item, self.allow, self.public)
         except NoAcl as exc:
-            failure = Failure(path=at, reason=str(exc))
+            failure = Failure(path=at, line=item.line, reason=str(exc))
             return Settled(doc_id=item.doc_id, action="failed", failure=failure)
         metadata = {**item.metadata, **self.meta}
+        public_link(item)
         digest = item.content_hash(acl, metadata, self.salt)
         old = self.known.get(item.doc_id)
-        if old is not None and old.content_hash == digest and old.status == "indexed":
+        if old is not None and content_unchanged(item, acl, metadata, self.salt, digest, old):
+            if needs_relink(item, digest, old):  # a link is not content: written in place
+                self.relinks.append((item, digest))
             return Settled(doc_id=item.doc_id, action="unchanged")
         return Changed(doc=item, acl=acl, metadata=metadata, digest=digest, old=old, where=at)
 
@@ -195,6 +201,7 @@ class ChunkedDoc(msgspec.Struct, kw_only=True):
         version. The pipeline deletes the tombstones right after.
         """
         d = self.doc
+        links = chunk_links(d, self.pieces)
         out = [
             Chunk(
                 tenant_id=self.tenant_id,
@@ -202,7 +209,7 @@ class ChunkedDoc(msgspec.Struct, kw_only=True):
                 chunk_ix=i,
                 text=p.text,
                 title=p.title(d.title),
-                source_uri=d.source_uri,
+                source_uri=links[i],
                 lang=d.lang,
                 acl=self.acl,
                 doc_version=self.version,

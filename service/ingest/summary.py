@@ -35,17 +35,25 @@ class Summary(msgspec.Struct, kw_only=True):
     removed: int = 0
     failed: int = 0
     chunks: int = 0
+    relinked: int = 0
+    """Unchanged documents whose link changed: rewritten in place, nothing embedded."""
+    renamed: int = 0
+    """Documents moved to a new id (a recorded source root): vectors carried over."""
     seconds: float = 0.0
     errors: list[Failure] = msgspec.field(default_factory=list)
     dry_run: bool = False
     changes: list[Change] = msgspec.field(default_factory=list)
+    skipped: list[Failure] = msgspec.field(default_factory=list)
+    """Files not indexed, with why (unsupported type, empty): not failures."""
     run_id: int | None = None
 
     def merge(self, other: Summary) -> None:
-        for f in ("added", "updated", "unchanged", "removed", "failed", "chunks"):
+        counts = ("added", "updated", "unchanged", "removed", "failed", "chunks", "relinked")
+        for f in (*counts, "renamed"):
             setattr(self, f, getattr(self, f) + getattr(other, f))
         self.errors.extend(other.errors)
         self.changes.extend(other.changes)
+        self.skipped.extend(other.skipped)
 
 
 class Progress(Protocol):

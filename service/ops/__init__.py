@@ -1,5 +1,5 @@
 """The operations, one transport-free entry point each: `AnswerService.answer` / `.chat`,
-`SearchService.search`, `IndexService.registry` / `.add` / `.remove`.
+`SearchService.search`, `IndexService.registry` / `.add` / `.remove`, `give_feedback`.
 
 Each does the steps every caller shares once (the `top_k` bound, the output cap, the filter
 language, the tenant's limit and token charging, idempotency, the cache status); the HTTP routes

@@ -10,6 +10,7 @@ import asyncpg
 import msgspec
 
 from service.config import Settings
+from service.db.audit import record_index_change
 from service.db.documents import registered
 from service.db.health import Database
 from service.embed.protocol import Embedder
@@ -27,6 +28,7 @@ class Registered(msgspec.Struct, kw_only=True):
     status: str
     origin: str
     chunks: int
+    source_uri: str = ""
 
 
 class Registry(msgspec.Struct, kw_only=True):
@@ -69,6 +71,7 @@ class IndexService:
                 status=r.status,
                 origin=r.origin,
                 chunks=r.chunk_count,
+                source_uri=r.source_uri,
             )
             for r in rows.values()
         ]
@@ -77,8 +80,17 @@ class IndexService:
     async def add(self, caller: Caller, docs: list[SourceDoc], *, dry_run: bool) -> Summary:
         """Documents arrive with their ACL (the client resolved it with the same planner)."""
         async with self.lock:
-            return await self._indexer().add(caller.tenant_id, docs, dry_run=dry_run, kind="api")
+            summary = await self._indexer().add(caller.tenant_id, docs, dry_run=dry_run, kind="api")
+        ids = [d.doc_id for d in docs]
+        await record_index_change(
+            self.pool, caller.principal, "documents.add", ids, summary, caller.request_id
+        )
+        return summary
 
     async def remove(self, caller: Caller, doc_id: str) -> Summary:
         async with self.lock:
-            return await self._indexer().remove(caller.tenant_id, [doc_id])
+            summary = await self._indexer().remove(caller.tenant_id, [doc_id])
+        await record_index_change(
+            self.pool, caller.principal, "documents.remove", [doc_id], summary, caller.request_id
+        )
+        return summary

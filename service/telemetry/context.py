@@ -55,6 +55,7 @@ class RequestTelemetry:
     code: str = ""
     tenant: str = ""
     key_id: str = ""
+    user_id: str = ""
     admission: str = ""
     """The admission class (`interactive` or `batch`); the route is `route`."""
     cache: str = ""
@@ -265,10 +266,10 @@ def annotate(**attrs: Any) -> None:
 _RECORD_FIELDS = frozenset({"tenant", "cache", "model", "lang", "admission", "prompt_version"})
 
 
-def set_principal(tenant_id: str, key_id: str) -> None:
+def set_principal(tenant_id: str, key_id: str, user_id: str = "") -> None:
     rec = _current.get()
     if rec is not None:
-        rec.tenant, rec.key_id = tenant_id, key_id
+        rec.tenant, rec.key_id, rec.user_id = tenant_id, key_id, user_id
 
 
 def observe_stage(name: str, ms: float) -> None:

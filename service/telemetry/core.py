@@ -137,6 +137,7 @@ class Telemetry:
                     ttft_ms=rec.ttft_ms,
                     total_ms=round(total_ms, 3),
                     prompt_version=rec.prompt_version or None,
+                    user_id=rec.user_id or None,
                 )
             )
 

@@ -25,7 +25,7 @@ log = logging.getLogger("ragline.usage")
 
 COLUMNS = (
     "request_id", "tenant_id", "key_id", "created_at", "route", "status", "code", "cache",
-    "degraded", "tokens_in", "tokens_out", "ttft_ms", "total_ms", "prompt_version",
+    "degraded", "tokens_in", "tokens_out", "ttft_ms", "total_ms", "prompt_version", "user_id",
 )  # fmt: skip
 
 
@@ -44,6 +44,8 @@ class UsageRecord(msgspec.Struct, kw_only=True, array_like=True):
     ttft_ms: float | None
     total_ms: float | None
     prompt_version: str | None
+    user_id: str | None = None
+    """The end user: a key's user, a JWT subject, or the user a frontend acts for."""
 
     def row(self) -> tuple[Any, ...]:
         return tuple(getattr(self, c) for c in COLUMNS)
@@ -93,6 +95,10 @@ class UsageWriter:
         if len(self._buffer) >= self.batch_size:
             self._wake.set()
         return True
+
+    def pending(self, tenant_id: str, request_id: str) -> bool:
+        """Whether this tenant's record of `request_id` is buffered, not yet written."""
+        return any(r.request_id == request_id and r.tenant_id == tenant_id for r in self._buffer)
 
     def start(self) -> None:
         if self._task is None:

@@ -186,6 +186,15 @@ async def test_overload_is_refused_fast_with_503_and_retry_after(
         assert int(resp.headers["retry-after"]) >= 1
         assert resp.json()["code"] == "overloaded" and resp.json()["request_id"]
         assert resp.headers["x-request-id"] == resp.json()["request_id"]
+        chat = await http.post(  # an OpenAI route: the same refusal in OpenAI's envelope
+            "/v1/chat/completions",
+            json={"messages": [{"role": "user", "content": "laptops?"}]},
+            headers=auth(key),
+        )
+        assert chat.status_code == 503 and int(chat.headers["retry-after"]) >= 1
+        assert chat.headers["content-type"] == "application/json"
+        assert chat.json()["error"]["code"] == "overloaded"
+        assert chat.json()["error"]["type"] == "server_error"
         assert (await http.get("/healthz")).status_code == 200  # not guarded
         for t in slow:
             assert "two weeks" in (await t)["answer"]
@@ -326,4 +335,5 @@ async def test_a_retried_chat_completion_is_replayed_not_generated_again(
     assert again["choices"][0]["message"] == first["choices"][0]["message"]
     other = {**body, "messages": [{"role": "user", "content": "Something else?"}]}
     resp = await http.post("/v1/chat/completions", json=other, headers=idem)
-    assert resp.status_code == 422 and resp.json()["code"] == "idempotency_key_reused"
+    assert resp.status_code == 422
+    assert resp.json()["error"]["code"] == "idempotency_key_reused"  # OpenAI error envelope

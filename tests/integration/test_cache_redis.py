@@ -237,7 +237,7 @@ async def test_tenant_over_its_limit_gets_429_and_another_is_unaffected(
                 json={"model": "x", "messages": [{"role": "user", "content": "kumquat?"}]},
                 headers=auth(noisy),
             )
-            assert chat.status_code == 429 and chat.json()["code"] == "rate_limited"
+            assert chat.status_code == 429 and chat.json()["error"]["code"] == "rate_limited"
             for _ in range(3):
                 resp = await http.post("/v1/search", json={"query": "crates"}, headers=auth(quiet))
                 assert resp.status_code == 200

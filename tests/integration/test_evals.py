@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -43,6 +42,7 @@ from service.pipeline.answer import AnswerPipeline
 from service.pipeline.budget import Budget
 from service.pipeline.retrieve import Retriever
 from service.runtime import Runtime
+from tests.browser import chromium
 from tests.helpers import auth, sse_events
 from tests.helpers import make_key as make_test_key
 from tests.serving import serve
@@ -412,15 +412,10 @@ def test_the_ragline_command_runs_a_suite_and_writes_reports(
     assert "<svg" in html.read_text(encoding="utf-8")
 
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-
-
-@pytest.mark.skipif(
-    not Path(CHROMIUM).exists(), reason="needs /usr/bin/chromium (apt-get install chromium)"
-)
 def test_the_html_report_renders_in_a_headless_browser(
     in_process_report: Report, tmp_path: Path
 ) -> None:
+    browser = chromium()
     html = tmp_path / "report.html"
     write_html(in_process_report, html)
     shot = tmp_path / "report.png"
@@ -434,7 +429,7 @@ def test_the_html_report_renders_in_a_headless_browser(
         "--window-size=1280,2000",
     ]
     dom = subprocess.run(
-        [CHROMIUM, *flags, "--dump-dom", html.as_uri()],
+        [browser, *flags, "--dump-dom", html.as_uri()],
         capture_output=True,
         text=True,
         timeout=120,
@@ -444,7 +439,7 @@ def test_the_html_report_renders_in_a_headless_browser(
     assert dom.stdout.count("<svg") >= 3 and "Latency CDF" in dom.stdout
     assert dom.stdout.count("<details") == len(in_process_report.questions)
     subprocess.run(
-        [CHROMIUM, *flags, f"--screenshot={shot}", html.as_uri()],
+        [browser, *flags, f"--screenshot={shot}", html.as_uri()],
         capture_output=True,
         timeout=120,
         check=True,

@@ -336,4 +336,4 @@ async def test_chat_rejects_transcript_without_user_question(app: GenApp, key: s
             json={"model": "x", "messages": [{"role": "system", "content": "hi"}]},
             headers=auth(key),
         )
-    assert resp.status_code == 422 and resp.json()["code"] == "invalid_body"
+    assert resp.status_code == 422 and resp.json()["error"]["code"] == "invalid_body"

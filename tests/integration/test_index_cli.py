@@ -101,5 +101,6 @@ async def test_locked_index_points_to_url(
     monkeypatch.setenv("RAGLINE_DATABASE_URL", settings.database.url)
     monkeypatch.setenv("RAGLINE_STORAGE_STATE_DIR", str(settings.state_dir))
     write(tmp_path, "a.md", "# A\n\ntext\n")
-    code = await asyncio.to_thread(main, ["index", "add", str(tmp_path), "--tenant", "acme"])
+    assert await asyncio.to_thread(main, ["tenants", "create", "lockt"]) == 0
+    code = await asyncio.to_thread(main, ["index", "add", str(tmp_path), "--tenant", "lockt"])
     assert code == 1 and "--url URL --key KEY" in capsys.readouterr().err

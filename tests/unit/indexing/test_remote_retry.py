@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from indexing.remote import MAX_ATTEMPTS, _client
+from indexing.remote import MAX_ATTEMPTS, index_client
 
 pytestmark = pytest.mark.unit
 
@@ -19,7 +19,7 @@ async def test_shed_requests_are_sent_again_after_retry_after_as_batch() -> None
             return httpx.Response(503, headers={"Retry-After": "0.01"}, json={"code": "overloaded"})
         return httpx.Response(200, json={"ok": True})
 
-    async with _client("http://ragline.test", "rk_x", httpx.MockTransport(handler)) as client:
+    async with index_client("http://ragline.test", "rk_x", httpx.MockTransport(handler)) as client:
         resp = await client.post("/v1/index/documents", json={"doc": 1})
     assert resp.status_code == 200 and len(seen) == 3
     assert all(r.headers["x-ragline-class"] == "batch" for r in seen)
@@ -34,6 +34,6 @@ async def test_retries_are_bounded() -> None:
         calls += 1
         return httpx.Response(429, headers={"Retry-After": "0.01"})
 
-    async with _client("http://ragline.test", "rk_x", httpx.MockTransport(handler)) as client:
+    async with index_client("http://ragline.test", "rk_x", httpx.MockTransport(handler)) as client:
         resp = await client.get("/v1/index/documents")
     assert resp.status_code == 429 and calls == MAX_ATTEMPTS

@@ -45,7 +45,12 @@ def test_an_error_event_hands_back_the_very_error_it_was_made_from() -> None:
     bare = RaglineError.from_event(ErrorEvent(code="generator_failed", message="gone"))
     assert isinstance(bare, UpstreamError) and bare.code == "generator_failed"
     assert exc.to_openai() == {
-        "error": {"message": exc.message, "type": "ragline_error", "code": "budget_exceeded"}
+        "error": {
+            "message": exc.message,
+            "type": "server_error",
+            "code": "budget_exceeded",
+            "param": None,
+        }
     }
 
 

@@ -15,7 +15,7 @@ from service.app import create_app
 from service.config import load_settings
 from service.telemetry.labels import OTHER, BoundedLabel
 from service.telemetry.metrics import Metrics, budget_buckets
-from service.telemetry.naming import ROUTE_KEY, RouteNames
+from service.telemetry.naming import QUIET_KEY, ROUTE_KEY, RouteNames
 from service.telemetry.tracing import clean_attributes
 from service.telemetry.usage import UsageRecord, UsageWriter
 
@@ -50,7 +50,8 @@ def test_every_route_handler_names_its_route_and_requests_find_it() -> None:
                 continue  # Litestar's automatic OPTIONS answers
             name = handler.opt.get(ROUTE_KEY)
             assert isinstance(name, str), f"{route.path} declares no telemetry route name"
-            names[f"{sorted(handler.http_methods)[0]} {route.path}"] = name
+            if not handler.opt.get(QUIET_KEY):  # quiet: health, metrics, pages and files
+                names[f"{sorted(handler.http_methods)[0]} {route.path}"] = name
     assert len(set(names.values())) == len(names)  # one name per operation
     routes = RouteNames(app)
     assert routes("/v1/answer", "POST") == ("answer", "/v1/answer", False)
