@@ -25,38 +25,48 @@ _MAX_ADDRESSES = 100_000
 
 
 class FailedAuth:
-    """Failed authentications per client address, in fixed windows. Authentications still in
-    progress count as failures until they end (each distinct key once), so a burst of
-    concurrent bad keys cannot all slip under the budget before the first one fails."""
+    """Failed (and successful) authentications per client address, in fixed windows. An address
+    is over budget once it failed `limit` times in the window *and* more often than it
+    succeeded, so an address shared by many good clients (a NAT, a proxy) is not locked out by
+    the few failures among them. Authentications still in progress count as failures until they
+    end (each distinct key once), so a burst of concurrent bad keys cannot all slip under the
+    budget before the first one fails."""
 
     def __init__(self, limit: int, window_s: float) -> None:
         self.limit = limit
         self.window_s = window_s
-        self._windows: dict[str, tuple[float, int]] = {}
+        self._windows: dict[str, tuple[float, int, int]] = {}
         self.pending: dict[str, dict[bytes, int]] = {}
 
-    def _window(self, address: str, now: float) -> tuple[float, int]:
-        start, count = self._windows.get(address, (now, 0))
+    def _window(self, address: str, now: float) -> tuple[float, int, int]:
+        start, failed, succeeded = self._windows.get(address, (now, 0, 0))
         if now - start >= self.window_s:
-            return now, 0
-        return start, count
+            return now, 0, 0
+        return start, failed, succeeded
 
     def retry_after(self, address: str) -> float | None:
         """Seconds until `address` may try unknown keys again, or None when it may now."""
         now = time.monotonic()
-        start, count = self._window(address, now)
-        if count + len(self.pending.get(address, ())) < self.limit:
+        start, failed, succeeded = self._window(address, now)
+        failing = failed + len(self.pending.get(address, ()))
+        if failing < self.limit or failing <= succeeded:
             return None
         return max(0.0, start + self.window_s - now)
 
     def failed(self, address: str) -> None:
+        self._count(address, failed=1)
+
+    def succeeded(self, address: str) -> None:
+        self._count(address, succeeded=1)
+
+    def _count(self, address: str, *, failed: int = 0, succeeded: int = 0) -> None:
         now = time.monotonic()
-        start, count = self._window(address, now)
+        start, f, s = self._window(address, now)
         if len(self._windows) >= _MAX_ADDRESSES and address not in self._windows:
             self._windows = {a: w for a, w in self._windows.items() if now - w[0] < self.window_s}
             if len(self._windows) >= _MAX_ADDRESSES:
                 self._windows.clear()
-        self._windows[address] = (start, count + 1)
+        self._windows[address] = (start, f + failed, s + succeeded)
 
 
 class Concurrency:
@@ -145,8 +155,9 @@ class ClientGuard:
             if not pending:
                 self.failures.pending.pop(address, None)
 
-    def auth_succeeded(self, digest: bytes) -> None:
+    def auth_succeeded(self, address: str, digest: bytes) -> None:
         self.recently_valid.add(digest)
+        self.failures.succeeded(address)
 
     def auth_failed(self, address: str) -> None:
         self.stats.inc("auth_failures")

@@ -39,6 +39,7 @@ from service.errors import (
     Overloaded,
     PayloadTooLarge,
     RaglineError,
+    RateLimited,
     RequestTimeout,
     Unauthorized,
 )
@@ -149,10 +150,11 @@ async def _identify(identify: Identify, scope: Scope, runtime: Any, key_cache: A
             digest = bearer_digest(scope)
             with guard.authenticating(address, digest) as may_look_up:
                 principal = await identify(request, runtime, key_cache, may_look_up=may_look_up)
-    except Unauthorized:
-        guard.auth_failed(address)
+    except (Unauthorized, RateLimited) as exc:
+        if isinstance(exc, Unauthorized) or exc.code == "auth_failures":
+            guard.auth_failed(address)  # a refused unknown key is a failed attempt too
         raise
-    guard.auth_succeeded(digest)
+    guard.auth_succeeded(address, digest)
     return principal
 
 

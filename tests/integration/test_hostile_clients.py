@@ -143,7 +143,6 @@ async def test_a_flood_of_invalid_keys_is_refused_cheaply_and_leaves_others_serv
     settings: Any, runtime: Any, keys: dict[str, str]
 ) -> None:
     async with asyncio.timeout(60), hostile_app(settings, runtime, keys) as h:
-        failures_before = h.runtime.stats.count("auth_failures")
 
         async def flood() -> list[tuple[int, str]]:
             out = []
@@ -168,9 +167,11 @@ async def test_a_flood_of_invalid_keys_is_refused_cheaply_and_leaves_others_serv
         assert h.runtime.gate.total_in_flight == 0
         refused = {c for _, c in flooded}
         assert refused == {"invalid_key", "auth_failures"}
-        # only the address's budget of unknown keys reached PostgreSQL, and never a slot
-        assert sum(1 for _, c in flooded if c == "invalid_key") <= 10
-        assert h.runtime.stats.count("auth_failures") - failures_before <= 10
+        # only the address's budget of unknown keys (its failure budget, plus as many as its
+        # successes: a shared address is not locked out) reached PostgreSQL, never a slot
+        looked_up = sum(1 for _, c in flooded if c == "invalid_key")
+        assert looked_up <= 10 + 21
+        assert sum(1 for _, c in flooded if c == "auth_failures") >= 200 - looked_up
         assert all(status in (401, 429) for status, _ in flooded)
 
 

@@ -26,6 +26,15 @@ def test_an_address_over_its_failure_budget_is_refused_until_the_window_ends() -
     wait = failures.retry_after("10.0.0.1")
     assert wait is not None and 59 < wait <= 60
     assert failures.retry_after("10.0.0.2") is None  # other addresses are not affected
+    shared = FailedAuth(limit=3, window_s=60)  # a NAT: mostly good clients, a few failures
+    for _ in range(5):
+        shared.succeeded("10.0.0.3")
+    for _ in range(4):
+        shared.failed("10.0.0.3")
+    assert shared.retry_after("10.0.0.3") is None
+    for _ in range(2):
+        shared.failed("10.0.0.3")
+    assert shared.retry_after("10.0.0.3") is not None  # now mostly failing
     expired = FailedAuth(limit=1, window_s=0.0)
     expired.failed("10.0.0.1")
     assert expired.retry_after("10.0.0.1") is None
@@ -38,7 +47,7 @@ def test_keys_in_flight_count_against_the_budget_once_each() -> None:
         with guard.authenticating("a", b"k2"), guard.authenticating("a", b"k3") as third:
             assert not third(b"unknown")  # two distinct keys pending: only known-good ones
             assert not third(b"k9")
-    guard.auth_succeeded(b"good")
+    guard.auth_succeeded("b", b"good")
     guard.auth_failed("a")
     guard.auth_failed("a")
     with guard.authenticating("a", b"x") as blocked:
