@@ -53,6 +53,7 @@ app factory (admission sits below the routes' package and does not import it).""
 CLASS_HEADER = b"x-ragline-class"
 GUARDED_PREFIX = "/v1/"
 INDEX_PREFIX = "/v1/index/"
+ADMIN_PREFIX = "/v1/admin/"
 
 
 def admission_class(scope: Scope) -> str:
@@ -85,6 +86,14 @@ def _local_cli(scope: Scope, token: str | None) -> bool:
     return False
 
 
+def _key_shaped(scope: Scope) -> bool:
+    for name, value in scope.get("headers", []):
+        if name == b"authorization":
+            _, _, presented = value.partition(b" ")
+            return presented.strip().startswith((b"rk_", b"rp_"))
+    return False
+
+
 def bearer_digest(scope: Scope) -> bytes:
     """The digest of the request's bearer key (of "" when there is none: identify refuses)."""
     for name, value in scope.get("headers", []):
@@ -114,10 +123,14 @@ class AdmissionMiddleware:
         deadline = asyncio.get_running_loop().time() + (
             runtime.settings.server.body_timeout_ms / 1000
         )
-        local = _local_cli(scope, getattr(app_state, "local_token", None))
+        # the local CLI (index routes) and the admin API (its own rules: no tokens, no act_as)
+        # are authenticated by their routes; their bodies are still read before any slot
+        local = scope["path"].startswith(ADMIN_PREFIX) or _local_cli(
+            scope, getattr(app_state, "local_token", None)
+        )
         async with contextlib.AsyncExitStack() as held:
             try:
-                if not local:  # the operator's CLI on this machine: the index route checks it
+                if not local:
                     principal = await _identify(self.identify, scope, runtime, app_state.key_cache)
                     state.principal = principal
                     held.enter_context(runtime.guard.concurrency.hold(principal))
@@ -151,8 +164,11 @@ async def _identify(identify: Identify, scope: Scope, runtime: Any, key_cache: A
             with guard.authenticating(address, digest) as may_look_up:
                 principal = await identify(request, runtime, key_cache, may_look_up=may_look_up)
     except (Unauthorized, RateLimited) as exc:
-        if isinstance(exc, Unauthorized) or exc.code == "auth_failures":
-            guard.auth_failed(address)  # a refused unknown key is a failed attempt too
+        # the budget protects key lookups: it counts unknown keys (looked up, or refused for
+        # being over budget), not tokens refused without a lookup (malformed, or a JWT checked
+        # against its issuer's cached keys)
+        if exc.code in ("invalid_key", "auth_failures") and _key_shaped(scope):
+            guard.auth_failed(address)
         raise
     guard.auth_succeeded(address, digest)
     return principal
