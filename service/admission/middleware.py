@@ -86,6 +86,10 @@ def _local_cli(scope: Scope, token: str | None) -> bool:
     return False
 
 
+def _has_credentials(scope: Scope) -> bool:
+    return any(name == b"authorization" for name, _ in scope.get("headers", []))
+
+
 def _key_shaped(scope: Scope) -> bool:
     for name, value in scope.get("headers", []):
         if name == b"authorization":
@@ -123,14 +127,23 @@ class AdmissionMiddleware:
         deadline = asyncio.get_running_loop().time() + (
             runtime.settings.server.body_timeout_ms / 1000
         )
-        # the local CLI (index routes) and the admin API (its own rules: no tokens, no act_as)
-        # are authenticated by their routes; their bodies are still read before any slot
-        local = scope["path"].startswith(ADMIN_PREFIX) or _local_cli(
-            scope, getattr(app_state, "local_token", None)
+        # without credentials (a public route such as /v1/models, or a 401 the route gives at
+        # once), with the local CLI's token (index routes) or on the admin API (its own rules:
+        # no tokens, no act_as), the route authenticates; the body is still read before a slot
+        by_route = (
+            not _has_credentials(scope)
+            or scope["path"].startswith(ADMIN_PREFIX)
+            or _local_cli(scope, getattr(app_state, "local_token", None))
         )
         async with contextlib.AsyncExitStack() as held:
             try:
-                if not local:
+                if runtime.draining:
+                    raise Overloaded(
+                        "the service is shutting down; retry on another replica",
+                        retry_after=runtime.settings.admission.retry_after_s,
+                        code="shutting_down",
+                    )
+                if not by_route:
                     principal = await _identify(self.identify, scope, runtime, app_state.key_cache)
                     state.principal = principal
                     held.enter_context(runtime.guard.concurrency.hold(principal))
@@ -149,12 +162,6 @@ class AdmissionMiddleware:
 
 
 async def _identify(identify: Identify, scope: Scope, runtime: Any, key_cache: Any) -> Principal:
-    if runtime.draining:
-        raise Overloaded(
-            "the service is shutting down; retry on another replica",
-            retry_after=runtime.settings.admission.retry_after_s,
-            code="shutting_down",
-        )
     address = client_address(scope)
     request: Request[Any, Any, Any] = Request(scope)
     guard = runtime.guard
