@@ -63,6 +63,9 @@ class Observation(msgspec.Struct, kw_only=True):
     server_timings_ms: dict[str, float] = msgspec.field(default_factory=dict)
     degraded: list[str] = msgspec.field(default_factory=list)
     service_groundedness: float | None = None
+    abstained: bool = False
+    """`done.abstained`: the service said the sources do not answer."""
+    confidence: float | None = None
     cache: str = ""
     error: str | None = None
     retries: int = 0
@@ -120,6 +123,9 @@ class Collector:
             obs.degraded = list(data.get("degraded", []))
             grounded = data.get("groundedness")
             obs.service_groundedness = float(grounded) if grounded is not None else None
+            obs.abstained = bool(data.get("abstained", False))
+            conf = data.get("confidence")
+            obs.confidence = float(conf) if conf is not None else None
         elif name == "error":
             obs.total_ms = self._ms()
             obs.answer = "".join(self._pieces).strip()

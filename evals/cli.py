@@ -27,6 +27,7 @@ from rich.console import Console
 from rich.progress import Progress as Bar
 
 from evals.backends import Backend, HttpBackend, InProcessBackend
+from evals.comparable import differences
 from evals.embedcache import CachedEmbed
 from evals.feedback import register_feedback
 from evals.gates import apply_gates
@@ -305,6 +306,12 @@ def publish(
 ) -> int:
     """Gates, then the terminal table or JSON, the files; the exit code."""
     passed = gate(report, suites, baseline)
+    unlike = differences(report, baseline) if baseline is not None else []
+    for why in unlike:
+        print(f"ragline eval: WARNING: baseline not comparable: {why}", file=sys.stderr)
+    if unlike and getattr(args, "strict", False):
+        print("ragline eval: --strict: the baseline is not comparable", file=sys.stderr)
+        passed = report.passed = False
     if args.out:
         write_report(report, Path(args.out))
     if args.html:
@@ -333,6 +340,8 @@ def publish(
         return 1
     if not passed:
         failed = report.failures()
+        if unlike and not failed:
+            return GATE_FAILED
         print(f"ragline eval: {len(failed)} gate(s) failed:", file=sys.stderr)
         for g in failed:
             print(f"  {g.suite} {g.metric} ({g.kind}): {g.message}", file=sys.stderr)
@@ -432,6 +441,11 @@ def register(sub: Any) -> None:
     run.add_argument("--out", help="write the full JSON report (usable as --baseline)")
     run.add_argument("--html", help="write the self-contained HTML report")
     run.add_argument("--baseline", help="a previous --out report: gate on regressions")
+    run.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail when the baseline ran other suites, questions, limit, split or scorer",
+    )
     run.set_defaults(func=run_command)
 
     prep = ev.add_parser("prepare", help="index suites' corpora and make keys (for --url runs)")

@@ -44,7 +44,9 @@ def hit_at_k(ranked: Sequence[str], rels: Mapping[str, int], k: int) -> float:
 
 
 def mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values) if values else 0.0
+    """Exactly rounded (math.fsum): the same values in any order give the same mean, so runs
+    that finish their questions in another order report identical numbers."""
+    return math.fsum(values) / len(values) if values else 0.0
 
 
 def percentile(values: Sequence[float], p: float) -> float:

@@ -10,8 +10,10 @@ from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
+from evals.metrics import mean
 from evals.report_text import HEADLINE, fmt
 from evals.results import Metrics, QuestionResult, Report
+from evals.scoring import answer_right
 from evals.svg import bar_chart, cdf_chart, histogram
 
 SLICE_METRICS = (
@@ -121,6 +123,24 @@ def _gates(report: Report) -> str:
     )
 
 
+def _reliability(questions: Sequence[QuestionResult]) -> list[tuple[str, dict[str, float | None]]]:
+    """Per confidence fifth: the share of right answers (F1 >= 0.5 or a correct abstention)
+    next to the mean confidence; a calibrated service has the two bars alike."""
+    bins: list[list[tuple[float, bool]]] = [[] for _ in range(5)]
+    for q in questions:
+        right = answer_right(q)
+        if q.confidence is None or right is None or q.error is not None:
+            continue
+        bins[min(4, int(q.confidence * 5))].append((q.confidence, right))
+    out: list[tuple[str, dict[str, float | None]]] = []
+    for i, b in enumerate(bins):
+        if b:
+            label = f"{i / 5:.1f}–{(i + 1) / 5:.1f} (n={len(b)})"
+            share = sum(r for _, r in b) / len(b)
+            out.append((label, {"share right": share, "mean confidence": mean([c for c, _ in b])}))
+    return out
+
+
 def _plots(report: Report) -> str:
     by_suite: dict[str, list[QuestionResult]] = {}
     for q in report.questions:
@@ -140,6 +160,20 @@ def _plots(report: Report) -> str:
     ]
     if grounded:
         charts.append(histogram(grounded, title="Groundedness per answer"))
+    confident = [q.confidence for q in report.questions if q.confidence is not None]
+    if confident:
+        charts.append(
+            histogram(confident, title="Confidence per answer", x_label="done.confidence")
+        )
+        reliability = _reliability(report.questions)
+        if reliability:
+            charts.append(
+                bar_chart(
+                    reliability,
+                    ["share right", "mean confidence"],
+                    title="Reliability: share right per confidence bin",
+                )
+            )
     for dim in ("suite", "lang", "answerable", "split"):
         groups = report.slices.get(dim)
         if not groups:

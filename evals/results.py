@@ -52,6 +52,8 @@ class QuestionResult(msgspec.Struct, kw_only=True):
     degraded: list[str]
     acl_violations: list[str]
     service_groundedness: float | None = None
+    confidence: float | None = None
+    """`done.confidence`: the service's belief that this answer (or abstention) is right."""
     cache: str = ""
     retries: int = 0
     error: str | None = None

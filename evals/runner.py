@@ -132,7 +132,7 @@ class SuiteRun:
         ranked = dedupe(ranking.doc_ids)
         seen = dedupe(ranked + [s.doc_id for s in obs.sources])
         violations = [d for d in seen if d in self.acl and not can_see(self.suite, self.acl[d])]
-        abstained = obs.error is None and self.abstained(obs.answer)
+        abstained = obs.error is None and (obs.abstained or self.abstained(obs.answer))
         scores: Metrics = {}
         if ranking.error is None:
             scores |= retrieval_scores(ranking.doc_ids, q.gold_docs, m.retrieval_k)
@@ -171,6 +171,7 @@ class SuiteRun:
             degraded=sorted(set(obs.degraded) | set(ranking.degraded)),
             acl_violations=violations,
             service_groundedness=obs.service_groundedness,
+            confidence=obs.confidence,
             cache=obs.cache,
             retries=obs.retries,
             error=error,

@@ -7,6 +7,7 @@ Every per-question score is named like the suite metric that averages it
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterable, Sequence
 
 from evals.answers import contains, exact_match, token_f1
@@ -84,7 +85,39 @@ def aggregate(results: Sequence[QuestionResult]) -> Metrics:
     )
     out["count.questions"] = float(n)
     out["count.abstained"] = float(sum(r.abstained for r in results))
+    out["confidence.roc_auc"] = confidence_auc(results)
     return out
+
+
+def answer_right(r: QuestionResult) -> bool | None:
+    """Right means a correct abstention, or token F1 >= 0.5 against gold (None: no gold)."""
+    if not r.answerable:
+        return r.abstained
+    f1 = r.scores.get("answers.f1")
+    if f1 is None:
+        return None
+    return not r.abstained and f1 >= 0.5
+
+
+def confidence_auc(results: Sequence[QuestionResult]) -> float | None:
+    """ROC AUC of `done.confidence` for telling right answers from wrong ones (ties count 1/2);
+    None without both kinds or without confidences."""
+    pos: list[float] = []
+    neg: list[float] = []
+    for r in results:
+        right = answer_right(r)
+        if r.confidence is None or right is None or r.error is not None:
+            continue
+        (pos if right else neg).append(r.confidence)
+    if not pos or not neg:
+        return None
+    neg.sort()
+    wins = 0.0
+    for p in pos:
+        lo = bisect.bisect_left(neg, p)
+        hi = bisect.bisect_right(neg, p)
+        wins += lo + 0.5 * (hi - lo)
+    return wins / (len(pos) * len(neg))
 
 
 def slice_by(

@@ -151,14 +151,23 @@ def bar_chart(
 
 
 def histogram(
-    values: Sequence[float], *, title: str, bins: int = 10, width: int = 560, height: int = 220
+    values: Sequence[float],
+    *,
+    title: str,
+    bins: int = 20,
+    width: int = 560,
+    height: int = 220,
+    x_label: str = "groundedness score",
 ) -> str:
-    """Counts of values in [0, 1] by equal-width bins."""
+    """Counts of values in [0, 1] by equal-width bins, over [lo, 1] where lo is the lowest
+    value's tenth floored (values crowded near 1 still show their spread, not one bar)."""
     left, right, top, bottom = 40, 16, 28, 40
     pw, ph = width - left - right, height - top - bottom
+    lo = min(0.9, max(0.0, int(min(values, default=0.0) * 10) / 10))
+    span = 1.0 - lo
     counts = [0] * bins
     for v in values:
-        counts[min(bins - 1, max(0, int(v * bins)))] += 1
+        counts[min(bins - 1, max(0, int((v - lo) / span * bins)))] += 1
     c_max = max(counts) if values else 1
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
@@ -171,23 +180,23 @@ def histogram(
         x = left + i * bw
         parts.append(
             f'<rect x="{x + 1:.1f}" y="{top + ph - h:.1f}" width="{bw - 2:.1f}" height="{h:.1f}" '
-            f'fill="{PALETTE[0]}"><title>{i / bins:.1f}–{(i + 1) / bins:.1f}: {c}</title></rect>'
+            f'fill="{PALETTE[0]}"><title>{lo + span * i / bins:.3f}–'
+            f"{lo + span * (i + 1) / bins:.3f}: {c}</title></rect>"
         )
         if c:
             parts.append(
                 f'<text x="{x + bw / 2:.1f}" y="{top + ph - h - 3:.1f}" '
                 f'text-anchor="middle">{c}</text>'
             )
-    for i in range(0, bins + 1, 2):
+    for i in range(0, bins + 1, max(1, bins // 5)):
         x = left + i * bw
-        parts.append(
-            f'<text x="{x:.1f}" y="{top + ph + 14}" text-anchor="middle">{i / bins:g}</text>'
-        )
+        tick = round(lo + span * i / bins, 3)
+        parts.append(f'<text x="{x:.1f}" y="{top + ph + 14}" text-anchor="middle">{tick:g}</text>')
     parts.append(
         f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="#6b7280"/>'
     )
     parts.append(
-        f'<text x="{left + pw / 2}" y="{height - 6}" text-anchor="middle">groundedness score</text>'
+        f'<text x="{left + pw / 2}" y="{height - 6}" text-anchor="middle">{escape(x_label)}</text>'
     )
     parts.append("</svg>")
     return "".join(parts)

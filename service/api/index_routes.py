@@ -18,8 +18,11 @@ from litestar.params import FromPath
 
 from service.api.body import read_json
 from service.api.caller import caller
+from service.api.docs import documented
 from service.config import Settings
-from service.ingest.documents import SourceDoc
+from service.ingest.documents import LoadError, SourceDoc
+from service.ingest.summary import Summary
+from service.ops.index import IndexReport, Registry
 from service.runtime import Runtime
 from service.telemetry.naming import route_name
 
@@ -27,8 +30,28 @@ AnyRequest = Request[Any, Any, Any]
 
 
 class IndexDocuments(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    documents: list[msgspec.Raw]
+    """Each document is decoded on its own: a malformed one fails alone (`documents[i]`)."""
+    dry_run: bool = False
+
+
+class IndexDocumentsSchema(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """`IndexDocuments` as the schema documents it (each document a `SourceDoc`)."""
+
     documents: list[SourceDoc]
     dry_run: bool = False
+
+
+def decode_documents(raws: list[msgspec.Raw]) -> list[SourceDoc | LoadError]:
+    out: list[SourceDoc | LoadError] = []
+    for i, raw in enumerate(raws):
+        try:
+            out.append(msgspec.json.decode(raw, type=SourceDoc))
+        except msgspec.DecodeError as exc:  # ValidationError included
+            out.append(LoadError(path=f"documents[{i}]", reason=f"invalid document: {exc}"))
+        except RecursionError:
+            out.append(LoadError(path=f"documents[{i}]", reason="document nested too deeply"))
+    return out
 
 
 def _json(data: Any) -> Response[bytes]:
@@ -38,7 +61,11 @@ def _json(data: Any) -> Response[bytes]:
 def index_handlers(settings: Settings) -> list[HTTPRouteHandler]:
     limit = settings.indexing.max_body_bytes
 
-    @get("/v1/index/documents", opt=route_name("index_list"))
+    @get(
+        "/v1/index/documents",
+        opt=route_name("index_list"),
+        operation_class=documented(None, Registry),
+    )
     async def list_documents(request: AnyRequest, state: State) -> Response[bytes]:
         rt: Runtime = state.runtime
         return _json(await rt.index_service.registry(await caller(request, state, "index")))
@@ -48,14 +75,26 @@ def index_handlers(settings: Settings) -> list[HTTPRouteHandler]:
         status_code=200,
         request_max_body_size=limit,
         opt=route_name("index_add"),
+        operation_class=documented(IndexDocumentsSchema, IndexReport),
     )
     async def add_documents(request: AnyRequest, state: State) -> Response[bytes]:
         rt: Runtime = state.runtime
         who = await caller(request, state, "index")
-        body = await read_json(request, IndexDocuments, limit)
-        return _json(await rt.index_service.add(who, body.documents, dry_run=body.dry_run))
+        body = await read_json(request, IndexDocuments, limit, allow_nul=True)
+        docs = decode_documents(body.documents)
+        report = await rt.index_service.add(who, docs, dry_run=body.dry_run)
+        # 207: the request was fine, some documents were not (each says why in `documents`)
+        status = 207 if report.failed else 200
+        return Response(
+            msgspec.json.encode(report), media_type="application/json", status_code=status
+        )
 
-    @delete("/v1/index/documents/{doc_id:path}", status_code=200, opt=route_name("index_remove"))
+    @delete(
+        "/v1/index/documents/{doc_id:path}",
+        status_code=200,
+        opt=route_name("index_remove"),
+        operation_class=documented(None, Summary),
+    )
     async def delete_document(
         request: AnyRequest, state: State, doc_id: FromPath[str]
     ) -> Response[bytes]:

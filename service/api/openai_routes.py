@@ -45,13 +45,14 @@ def _info(a: AnswerRun, done: Done, sources: list[Source]) -> RaglineInfo:
         request_id=a.request_id,
         cache=a.cache,
         citations=done.citations,
-        abstained=not done.citations,
         groundedness=done.groundedness,
         degraded=done.degraded,
         sources=sources,
         timings_ms=done.timings_ms,
         generator=done.usage.generator,
         prompt_version=done.usage.prompt_version,
+        abstained=done.abstained,
+        confidence=done.confidence,
     )
 
 

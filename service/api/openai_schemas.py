@@ -10,7 +10,7 @@ encoded, so a constant such as `object` is a required field there (no default), 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -37,9 +37,13 @@ class StreamOptions(msgspec.Struct, kw_only=True):
     include_usage: bool = False
 
 
+MAX_MODEL_CHARS = 256
+
+
 class ChatRequest(msgspec.Struct, kw_only=True):
     messages: list[ChatMessage]
-    model: str = "ragline"
+    model: Annotated[str, msgspec.Meta(max_length=MAX_MODEL_CHARS)] = "ragline"
+    """Echoed in the response (OpenAI's wire format), so bounded: a longer one is a 422."""
     stream: bool = False
     max_tokens: MaxTokens | None = None
     max_completion_tokens: MaxTokens | None = None
@@ -68,20 +72,22 @@ class ChatUsage(msgspec.Struct, kw_only=True):
 class RaglineInfo(msgspec.Struct, kw_only=True):
     """What `done` carries besides the text: for clients that know Ragline (the chat page too).
 
-    `abstained`: the answer cites no source (the sources do not answer the question);
+    `abstained`: the sources do not answer the question; the message says so in its language;
+    `confidence`: the estimated chance (0..1) that the answer (or the abstention) is right;
     `groundedness`: share of the answer its cited sources support (0..1), null when not scored.
     """
 
     request_id: str
     cache: str
     citations: list[str]
-    abstained: bool
     groundedness: float | None
     degraded: list[str]
     sources: list[Source]
     timings_ms: dict[str, float]
     generator: str
     prompt_version: str
+    abstained: bool
+    confidence: float | None
 
 
 class ChatCompletion(msgspec.Struct, kw_only=True):

@@ -70,6 +70,8 @@ async def answer(request: AnyRequest, state: State) -> Response[bytes] | Stream:
         timings_ms=done.timings_ms,
         degraded=done.degraded,
         groundedness=done.groundedness,
+        abstained=done.abstained,
+        confidence=done.confidence,
     )
     return Response(
         msgspec.json.encode(out),

@@ -38,3 +38,5 @@ class AnswerResponse(msgspec.Struct, kw_only=True):
     timings_ms: dict[str, float]
     degraded: list[str]
     groundedness: float | None = None
+    abstained: bool = False
+    confidence: float | None = None

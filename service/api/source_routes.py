@@ -13,7 +13,7 @@ from litestar.handlers import HTTPRouteHandler
 
 from service.api.body import read_json
 from service.api.index_caller import index_principal
-from service.db.runs import finish_run, start_run
+from service.db.runs import record_run
 from service.db.sources import DuplicateSource, SourceRow, add_source, list_sources
 from service.errors import ClientError
 from service.ingest.relink import RenameRefused, rename_documents
@@ -99,8 +99,7 @@ def source_handlers() -> list[HTTPRouteHandler]:
         stats["client"] = True
         status = "failed" if body.summary.failed else "ok"
         async with rt.pool.acquire() as conn:
-            run_id = await start_run(conn, principal.tenant_id, body.kind, stats)
-            await finish_run(conn, run_id, status, stats)
+            run_id = await record_run(conn, principal.tenant_id, body.kind, status, stats)
         return Response(
             msgspec.json.encode({"run_id": run_id}), media_type="application/json", status_code=201
         )

@@ -5,6 +5,8 @@ overlap, replayed for idempotent retries. Wraps the answer pipeline with the sam
   answer (`hit`), or joins a running identical computation (`coalesced`), or starts one
   (`miss`). A computation runs as its own task and is broadcast to every request that joined;
   it is cancelled only when all of them have gone.
+- An `Idempotency-Key` retry replays the first answer only while the principal may still see
+  every source it shows; otherwise it is answered afresh (and that answer is recorded instead).
 - A generator that is not `deterministic` (see `Generator`) never has its answers cached or
   shared; its retrieval still is. Degraded answers are never cached.
 """
@@ -135,6 +137,8 @@ class CachingPipeline:
         claim: Claim | None = None
         if idempotency_key is not None:
             claim = await self.idempotency.claim(principal, idempotency_key, body_digest)
+            if claim.record is not None and not await self._still_visible(principal, claim.record):
+                claim = claim.recompute()
             if claim.record is not None:
                 return self._counted(
                     Answering(
@@ -159,6 +163,13 @@ class CachingPipeline:
             raise
         answering.claim = claim
         return self._counted(answering)
+
+    async def _still_visible(self, principal: Principal, record: AnswerRecord) -> bool:
+        """A replay shows its sources again: only while the principal may still see each one
+        (not deleted, not hidden by an ACL change since it was first answered)."""
+        if isinstance(principal, ScopedPrincipal):
+            principal = principal.unscoped()
+        return await self.visibility.sees_all(principal, (s.doc_id for s in record.sources))
 
     def _counted(self, a: Answering) -> Answering:
         self.stats.inc("answers", cache=a.cache)

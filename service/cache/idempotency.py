@@ -5,7 +5,9 @@ it (up to `cache.idempotency_wait_s`, then 409 `idempotency_in_progress`).
 
 Records live in Redis when it is up (so every replica sees them) and in a local store always;
 keys are scoped to the tenant and the principal's identities, so one principal's key never
-collides with, nor reveals anything about, another's.
+collides with, nor reveals anything about, another's. A replay respects today's permissions:
+the caller (`service.cache.answers`) serves a record only if the principal can still see every
+source it shows, and otherwise answers afresh (`Claim.recompute`).
 """
 
 from __future__ import annotations
@@ -66,6 +68,12 @@ class Claim:
             self._settled = True
             entry = IdemEntry(digest=self.digest, state="done", record=record)
             await self.store._write(self.key, entry, self.store.window_s)
+
+    def recompute(self) -> Claim:
+        """The recorded answer may no longer be served (a source it shows was deleted or
+        hidden since): answer afresh, and record the new answer in its place."""
+        self.store.stats.inc("idempotency", outcome="recomputed")
+        return Claim(self.store, self.key, self.digest, None)
 
     async def release(self) -> None:
         """The first attempt failed or was abandoned: a retry may run again."""

@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from service.answerability import model_version as answerability_version
 from service.config import Settings
 from service.index.filters import FilterSpec
 
@@ -62,9 +63,11 @@ def retrieval_version(settings: Settings, embedder_name: str) -> str:
 
 
 def answer_version(retrieval: str, settings: Settings) -> str:
-    """The retrieval version plus the generator settings. The generator chain and the prompt
-    version that answer a request go into each answer key itself (`Keys.answer`'s `variant`)."""
-    return "a" + digest(canonical_json([retrieval, settings.generator]))[:12]
+    """The retrieval version plus the generator settings and the answerability model (whether
+    to abstain). The generator chain and the prompt version that answer a request go into each
+    answer key itself (`Keys.answer`'s `variant`)."""
+    blob = canonical_json([retrieval, settings.generator, answerability_version()])
+    return "a" + digest(blob)[:12]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -18,6 +18,8 @@ class AnswerRecord(msgspec.Struct, kw_only=True):
     usage: Usage
     degraded: list[str] = msgspec.field(default_factory=list)
     groundedness: float | None = None
+    abstained: bool = False
+    confidence: float | None = None
 
 
 record_decoder = msgspec.json.Decoder(AnswerRecord)
@@ -45,6 +47,8 @@ class Recorder:
                 usage=event.usage,
                 degraded=event.degraded,
                 groundedness=event.groundedness,
+                abstained=event.abstained,
+                confidence=event.confidence,
             )
 
 
@@ -62,4 +66,6 @@ def replay(record: AnswerRecord, timings_ms: dict[str, float]) -> Iterator[Event
         timings_ms=timings_ms,
         degraded=list(record.degraded),
         groundedness=record.groundedness,
+        abstained=record.abstained,
+        confidence=record.confidence,
     )

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterable
 
 import asyncpg
 import msgspec
@@ -37,6 +38,10 @@ VERSION_SQL = "SELECT index_version FROM tenants WHERE tenant_id = $1"
 VERSION_AND_ACL_SQL = (
     "SELECT coalesce((SELECT index_version FROM tenants WHERE tenant_id = $1), 0) AS version,"
     " ARRAY(SELECT identity FROM acl_identities WHERE tenant_id = $1) AS idents"
+)
+SEES_ALL_SQL = (
+    "SELECT count(*) FROM documents WHERE tenant_id = $1 AND doc_id = ANY($2::text[])"
+    " AND status = 'indexed' AND acl && $3::text[]"
 )
 _MAX_TENANT_VERSIONS = 10_000
 _UNREADABLE = (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError, UpstreamError)
@@ -75,6 +80,23 @@ class VisibilityResolver:
             identities=effective,
             fingerprint=visibility_fingerprint(tenant, effective),
         )
+
+    async def sees_all(self, principal: Principal, doc_ids: Iterable[str]) -> bool:
+        """Whether the principal may see every one of these documents *now*: each is still
+        indexed and its ACL meets the principal's identities. False when that cannot be read
+        in time (the caller then recomputes rather than trust an old answer)."""
+        ids = sorted(set(doc_ids))
+        if not ids:
+            return True
+        try:
+            async with asyncio.timeout(self.timeout_s), self.db.acquire() as conn:
+                visible = await conn.fetchval(
+                    SEES_ALL_SQL, principal.tenant_id, ids, sorted(principal.identities)
+                )
+        except _UNREADABLE:
+            self.stats.inc("cache_bypass", reason="visibility_unreadable")
+            return False
+        return int(visible) == len(ids)
 
     async def _read(self, tenant: str) -> tuple[int, frozenset[str]]:
         async with self.db.acquire() as conn:

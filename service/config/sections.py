@@ -315,6 +315,9 @@ class GeneratorSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     """Per-tenant caps on generated tokens (below `max_tokens_limit`)."""
     max_sentences: int = 3
     """Sentences the extractive generator streams."""
+    abstain: bool = True
+    """Abstain (a fixed message in the question's language, no generator runs) when the
+    calibrated answerability model says the sources do not answer (service/answerability.py)."""
     max_source_chars: int = 1200
     """Characters of each source put in the prompt (the prompt's token budget)."""
     max_prompt_chars: int = 6000

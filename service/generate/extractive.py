@@ -11,34 +11,34 @@ from collections.abc import Sequence
 
 import regex
 
+from service.answerability import content_terms
 from service.generate.breaker import CircuitBreaker
 from service.generate.protocol import GenerationRecord, Passage, TokenStream
-from service.text.sentences import split_sentences
-from service.text.tokenize import bm25_terms
+from service.generate.select import select
+from service.text.markdown import is_block
 
 NO_ANSWER = "The sources do not answer this question."
 _PIECE = regex.compile(r"\S+\s*")
 
 
 def pick_sentences(question: str, passages: Sequence[Passage], limit: int) -> list[tuple[str, str]]:
-    """(sentence, source id) pairs with the most question terms, best first, at most `limit`."""
-    q_terms = set(bm25_terms(question))
-    if not q_terms:
-        return []
-    scored: list[tuple[float, int, str, str]] = []
-    order = 0
-    for rank, p in enumerate(passages):
-        for pos, sent in enumerate(split_sentences(p.text)):
-            terms = set(bm25_terms(sent))
-            overlap = len(q_terms & terms)
-            if overlap == 0:
-                continue
-            # coverage of the question, a little prior for early sources and early sentences
-            score = overlap / len(q_terms) + 0.05 / (1 + rank) + 0.02 / (1 + pos)
-            scored.append((score, order, sent, p.id))
-            order += 1
-    scored.sort(key=lambda s: (-s[0], s[1]))
-    return [(sent, sid) for _, _, sent, sid in scored[:limit]]
+    """(sentence, source id) pairs that answer the question, at most `limit` (see
+    service.generate.select: IDF-weighted coverage, the trusted passage first, no padding)."""
+    return select(content_terms(question), passages, limit)
+
+
+def render(picked: Sequence[tuple[str, str]]) -> str:
+    """Cited units as Markdown: sentences run on with a space; a block (code, list, table)
+    keeps its lines, stands apart, and has its citation on the line after it."""
+    out = ""
+    prev_block = False
+    for n, (unit, sid) in enumerate(picked):
+        block = is_block(unit)
+        if n:
+            out += "\n\n" if block or prev_block else " "
+        out += f"{unit}\n[{sid}]" if block else f"{unit} [{sid}]"
+        prev_block = block
+    return out
 
 
 class ExtractiveGenerator:
@@ -59,7 +59,7 @@ class ExtractiveGenerator:
         record: GenerationRecord | None = None,
     ) -> TokenStream:
         picked = pick_sentences(question, passages, self.max_sentences)
-        text = " ".join(f"{s} [{sid}]" for s, sid in picked) if picked else NO_ANSWER
+        text = render(picked) if picked else NO_ANSWER
         pieces = _PIECE.findall(text)
         if record is not None:
             record.generator = self.name

@@ -67,25 +67,28 @@ def edge_config(spec: CollectionSpec, search_threads: int | None = None) -> Any:
             payload_m=h.payload_m,
         ),
         quantization_config=quant,
+        optimizers=(
+            None
+            if h.indexing_threshold_kb is None
+            else qe.EdgeOptimizersConfig(indexing_threshold=h.indexing_threshold_kb)
+        ),
         payload_memory=qe.Memory.Cached,
         max_search_threads=search_threads,
     )
 
 
-_EDGE_SCHEMA: dict[str, Any] = {
-    "integer": qe.PayloadSchemaType.Integer,
-    "float": qe.PayloadSchemaType.Float,
-    "bool": qe.PayloadSchemaType.Bool,
-    "datetime": qe.PayloadSchemaType.Datetime,
-}
-
-
 def _index_params(p: PayloadIndex) -> Any:
+    """The field's index; only the tenant's builds graph links (its values' own subgraphs)."""
+    links = p.graph_links
     if p.type == "keyword":
-        return (
-            qe.KeywordIndexParams(is_tenant=True) if p.is_tenant else qe.PayloadSchemaType.Keyword
-        )
-    return _EDGE_SCHEMA[p.type]
+        return qe.KeywordIndexParams(is_tenant=p.is_tenant or None, enable_hnsw=links)
+    if p.type == "integer":
+        return qe.IntegerIndexParams(lookup=True, range=True, enable_hnsw=links)
+    if p.type == "float":
+        return qe.FloatIndexParams(enable_hnsw=links)
+    if p.type == "bool":
+        return qe.BoolIndexParams(enable_hnsw=links)
+    return qe.DatetimeIndexParams(enable_hnsw=links)
 
 
 def _condition(c: Condition) -> Any:
@@ -139,7 +142,25 @@ def _engine_query(q: SearchQuery) -> Any:
     return qe.Formula(formula, defaults)
 
 
-def search_requests(q: SearchQuery, flt: Any) -> list[Any]:
+def search_params(q: SearchQuery, idf_corpus: Any) -> Any:
+    """The parameters of every BM25 request: IDF over `idf_corpus`, the points the principal
+    can see in its tenant (None: the whole shard, the benchmark's unfiltered baseline)."""
+    if idf_corpus is None:
+        return None
+    return qe.SearchParams(idf=qe.IdfParams(corpus=idf_corpus))
+
+
+DENSE_FILTERED = qe.SearchParams(acorn=qe.AcornSearchParams(enable=True, max_selectivity=1.0))
+"""Filtered graph walks explore two hops past neighbours the filter rejects (Qdrant's ACORN),
+always (selectivity ≤ 1: the engine's selectivity estimate counts other tenants' points, so a
+lower cut-off would let them decide): what a principal finds then hardly depends on chunks of
+its tenant it cannot see (docs/security.md, `python -m evals.bench.isolation`). Exact scans
+ignore it."""
+
+
+def search_requests(
+    q: SearchQuery, flt: Any, idf_corpus: Any = None, *, acorn: bool = True
+) -> list[Any]:
     """The engine requests of one search: one batch, one round trip.
 
     With both vectors: the union of the dense and the BM25 top `prefetch`, rescored once by each.
@@ -149,33 +170,43 @@ def search_requests(q: SearchQuery, flt: Any) -> list[Any]:
     cosine) and the BM25-rescored union for the hits' BM25 scores. `flt` None is the unfiltered
     search the benchmark compares against.
     """
-    vectors: list[tuple[str, Any]] = []
+    vectors: list[tuple[Any, Any]] = []
     if q.dense is not None and q.dense_weight > 0:
-        vectors.append((DENSE, qe.Query.Nearest(list(q.dense), using=DENSE)))
+        dense_params = DENSE_FILTERED if acorn and flt is not None else None
+        vectors.append((qe.Query.Nearest(list(q.dense), using=DENSE), dense_params))
     if q.sparse is not None and q.sparse.indices and q.sparse_weight > 0:
         sparse = qe.SparseVector(q.sparse.indices, q.sparse.values)
-        vectors.append((SPARSE, qe.Query.Nearest(sparse, using=SPARSE)))
+        vectors.append((qe.Query.Nearest(sparse, using=SPARSE), search_params(q, idf_corpus)))
     if len(vectors) == 1:
+        query, params = vectors[0]
         return [
-            qe.QueryRequest(limit=q.prefetch, query=vectors[0][1], filter=flt, with_payload=True)
+            qe.QueryRequest(
+                limit=q.prefetch, query=query, filter=flt, params=params, with_payload=True
+            )
         ]
-    prefetches = [qe.Prefetch(limit=q.prefetch, query=query, filter=flt) for _, query in vectors]
+    prefetches = [
+        qe.Prefetch(limit=q.prefetch, query=query, filter=flt, params=params)
+        for query, params in vectors
+    ]
     rescored = [
         qe.QueryRequest(
             limit=2 * q.prefetch,
             prefetches=prefetches,
             query=query,
             filter=flt,
+            params=params,
             with_payload=i == 0,
         )
-        for i, (_, query) in enumerate(vectors)
+        for i, (query, params) in enumerate(vectors)
     ]
     if q.fusion not in ENGINE_FUSIONS:
         return rescored
     counts = list_copies(q)
     outer = [
-        qe.Prefetch(limit=2 * q.prefetch, query=query, prefetches=prefetches, filter=flt)
-        for (_, query), n in zip(vectors, counts, strict=True)
+        qe.Prefetch(
+            limit=2 * q.prefetch, query=query, prefetches=prefetches, filter=flt, params=params
+        )
+        for (query, params), n in zip(vectors, counts, strict=True)
         for _ in range(n)
     ]
     fused = qe.QueryRequest(
@@ -196,8 +227,9 @@ def hits_from_results(q: SearchQuery, results: list[Any]) -> list[Hit]:
 
 
 class EdgeIndex:
-    def __init__(self, shard: Any, *, threads: int = 1) -> None:
+    def __init__(self, shard: Any, *, threads: int = 1, acorn: bool = True) -> None:
         self._shard = shard
+        self._acorn = acorn
         self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="edge")
         self._write_lock = asyncio.Lock()
         self._rw = RWLock()
@@ -215,13 +247,22 @@ class EdgeIndex:
         spec = spec or collection_spec(dim)
         path.mkdir(parents=True, exist_ok=True)
         try:
-            _check_stored_schema(path, spec)
+            stored_version = _check_stored_schema(path, spec)
             if any(path.iterdir()):
                 # the same layout it was made with (checked against its segments), our threads
+                # and graph settings (they apply to the graphs the optimizer builds from now on)
                 shard = qe.EdgeShard.load(str(path), edge_config(spec, threads))
             else:
                 shard = qe.EdgeShard.create(str(path), edge_config(spec, threads))
             present = {k: str(v.data_type) for k, v in shard.info().payload_schema.items()}
+            if stored_version < 3:
+                # before 3 every payload index built graph links across tenants: rebuild them
+                for p in spec.payload_indexes:
+                    if p.field in present and not p.graph_links:
+                        shard.update(qe.UpdateOperation.delete_field_index(p.field))
+                        shard.update(
+                            qe.UpdateOperation.create_field_index(p.field, _index_params(p))
+                        )
             for p in missing_indexes(spec, present):
                 shard.update(qe.UpdateOperation.create_field_index(p.field, _index_params(p)))
             _store_schema(path, spec)
@@ -235,7 +276,7 @@ class EdgeIndex:
                     " or stop it"
                 ) from exc
             raise UpstreamError(f"cannot open the index at {path}: {exc}") from exc
-        return cls(shard, threads=threads)
+        return cls(shard, threads=threads, acorn=spec.hnsw.acorn)
 
     async def _run(self, fn: Any, *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
@@ -333,7 +374,8 @@ class EdgeIndex:
 
     def _search_sync(self, q: SearchQuery) -> list[Hit]:
         flt = _tenant_acl_filter(q.tenant_id, q.identities, q.filter)
-        requests = search_requests(q, flt)
+        corpus = _tenant_acl_filter(q.tenant_id, q.identities)
+        requests = search_requests(q, flt, corpus, acorn=self._acorn)
         if not requests:
             return []
         with self._rw.read():
@@ -391,11 +433,12 @@ def _schema_path(path: Path) -> Path:
     return path.with_name(path.name + SCHEMA_FILE_SUFFIX)
 
 
-def _check_stored_schema(path: Path, spec: CollectionSpec) -> None:
-    """Refuse a shard laid out for another embedder; newer payload indexes are added in place."""
+def _check_stored_schema(path: Path, spec: CollectionSpec) -> int:
+    """Refuse a shard laid out for another embedder; newer payload indexes are added in place.
+    The stored schema version (the current one for a new shard)."""
     file = _schema_path(path)
     if not file.is_file():
-        return
+        return 0 if any(path.iterdir()) else SCHEMA_VERSION
     stored = json.loads(file.read_text(encoding="utf-8"))
     if stored.get("dim") != spec.dim:
         raise _SchemaError(
@@ -407,6 +450,7 @@ def _check_stored_schema(path: Path, spec: CollectionSpec) -> None:
             f"the index at {path} has schema version {stored['version']}, newer than this "
             f"release ({SCHEMA_VERSION}): upgrade Ragline"
         )
+    return int(stored.get("version", 0))
 
 
 def _store_schema(path: Path, spec: CollectionSpec) -> None:

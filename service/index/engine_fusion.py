@@ -110,12 +110,15 @@ def hits_from_lists(
         return []
     if q.fusion in ENGINE_FUSIONS and is_hybrid(q):
         bm25 = {str(p.id): p.score for p in lists[1]} if len(lists) > 1 else None
-        return [fused_hit(q, p.id, p.score, p.payload or {}, dense_of(p), bm25) for p in lists[0]]
+        return [
+            fused_hit(q, p.id, p.score, p.payload or {}, dense_of(p), bm25)
+            for p in by_score(lists[0])
+        ]
     if len(lists) == 1:
         key = DENSE_KEY if q.dense is not None and q.dense_weight > 0 else SPARSE_KEY
         return [
             hit_from_payload(p.id, p.score, p.payload or {}, {key: p.score})
-            for p in lists[0][: q.limit]
+            for p in by_score(lists[0])[: q.limit]
         ]
     bm25 = {str(p.id): p.score for p in lists[1]}
     hits = [
@@ -135,6 +138,12 @@ def hits_from_lists(
         limit=q.limit,
         rrf_k=q.rrf_k,
     )
+
+
+def by_score(points: Sequence[Any]) -> list[Any]:
+    """Best first, equal scores by point id: the engine orders ties by where points sit in its
+    segments, which other tenants' writes move (docs/security.md)."""
+    return sorted(points, key=lambda p: (-p.score, str(p.id)))
 
 
 def list_copies(q: SearchQuery) -> tuple[int, int]:

@@ -7,13 +7,15 @@
                                             no offset means UTC; a datetime match is an
                                             exact-instant range
 
-Conditions are AND-ed. `tenant_id`, `acl` and other reserved fields can never be filtered on.
+Conditions are AND-ed. `tenant_id`, `acl` and other reserved fields can never be filtered on,
+except `lang` (a keyword: `{"lang": "hi"}`, `{"lang": {"any": ["en", "hi"]}}`).
 The parsed form is adapter-neutral; each index adapter translates it into its engine's filter.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -24,6 +26,10 @@ from service.errors import InvalidRequest
 
 FieldType = Literal["keyword", "integer", "float", "bool", "datetime"]
 RANGE_OPS = ("gt", "gte", "lt", "lte")
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+"""Integer metadata is stored as 64-bit integers: a filter value beyond is refused (422)."""
+FILTERABLE_RESERVED: dict[str, FieldType] = {"lang": "keyword"}
+"""Reserved payload fields a client may filter on (they say nothing about other tenants)."""
 
 
 class Match(msgspec.Struct, frozen=True):
@@ -75,10 +81,22 @@ def _check_scalar(field: str, ftype: FieldType, value: Any) -> str | int | float
         "datetime": isinstance(value, str) and _is_datetime(value),
     }[ftype]
     if not ok:
-        raise _bad(field, f"expected a {ftype} value, got {type(value).__name__} {value!r}")
+        shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:80] + "…"
+        raise _bad(field, f"expected a {ftype} value, got {type(value).__name__} {shown}")
+    if ftype == "integer" and not INT64_MIN <= value <= INT64_MAX:
+        raise _bad(field, "integer outside the 64-bit range")
+    if ftype == "float" and not _finite(value):
+        raise _bad(field, "number outside the float range")
     if ftype == "datetime":
         return normalize_datetime(value)
     return value  # type: ignore[no-any-return]
+
+
+def _finite(value: float) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:  # an integer beyond any float
+        return False
 
 
 def _is_datetime(value: str) -> bool:
@@ -127,9 +145,9 @@ def parse_filters(
             raise _too_large(f"field {field!r}: {len(values)} values in 'any'; max {max_values}")
     conds: list[Condition] = []
     for field, spec in raw.items():
-        if field in RESERVED_PAYLOAD:
+        if field in RESERVED_PAYLOAD and field not in FILTERABLE_RESERVED:
             raise _bad(field, "reserved; it cannot be filtered on")
-        ftype = declared.get(field)
+        ftype = FILTERABLE_RESERVED.get(field) or declared.get(field)
         if ftype is None:
             raise _bad(field, f"not a declared metadata field (declared: {sorted(declared)})")
         if isinstance(spec, dict):

@@ -42,19 +42,23 @@ from service.index.schema import (
 )
 from service.text.bm25 import SparseVec
 
-_SCHEMA_TYPES: dict[str, qm.PayloadSchemaType] = {
-    "keyword": qm.PayloadSchemaType.KEYWORD,
-    "integer": qm.PayloadSchemaType.INTEGER,
-    "float": qm.PayloadSchemaType.FLOAT,
-    "bool": qm.PayloadSchemaType.BOOL,
-    "datetime": qm.PayloadSchemaType.DATETIME,
-}
-
 
 def _index_params(p: PayloadIndex) -> Any:
-    if p.is_tenant:
-        return qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD, is_tenant=True)
-    return _SCHEMA_TYPES[p.type]
+    """The field's index; only the tenant's builds graph links (its values' own subgraphs)."""
+    links = p.graph_links
+    if p.type == "keyword":
+        return qm.KeywordIndexParams(
+            type=qm.KeywordIndexType.KEYWORD, is_tenant=p.is_tenant or None, enable_hnsw=links
+        )
+    if p.type == "integer":
+        return qm.IntegerIndexParams(
+            type=qm.IntegerIndexType.INTEGER, lookup=True, range=True, enable_hnsw=links
+        )
+    if p.type == "float":
+        return qm.FloatIndexParams(type=qm.FloatIndexType.FLOAT, enable_hnsw=links)
+    if p.type == "bool":
+        return qm.BoolIndexParams(type=qm.BoolIndexType.BOOL, enable_hnsw=links)
+    return qm.DatetimeIndexParams(type=qm.DatetimeIndexType.DATETIME, enable_hnsw=links)
 
 
 def _condition(c: Condition) -> qm.FieldCondition:
@@ -126,21 +130,50 @@ def _engine_query(q: SearchQuery) -> Any:
     return qm.FormulaQuery(formula=formula, defaults=defaults)
 
 
-def search_requests(q: SearchQuery, flt: qm.Filter | None) -> list[qm.QueryRequest]:
+def search_params(idf_corpus: qm.Filter | None) -> qm.SearchParams | None:
+    """The parameters of every BM25 request: IDF over `idf_corpus`, the points the principal
+    can see in its tenant (None: the whole collection)."""
+    if idf_corpus is None:
+        return None
+    return qm.SearchParams(idf=qm.IdfCorpusParams(corpus=idf_corpus))
+
+
+DENSE_FILTERED = qm.SearchParams(acorn=qm.AcornSearchParams(enable=True, max_selectivity=1.0))
+"""Filtered graph walks explore two hops (ACORN), as in `service.index.edge.DENSE_FILTERED`."""
+
+
+def search_requests(
+    q: SearchQuery,
+    flt: qm.Filter | None,
+    idf_corpus: qm.Filter | None = None,
+    *,
+    acorn: bool = True,
+) -> list[qm.QueryRequest]:
     """Same shape as Qdrant Edge's: the union of both top lists, rescored by each retriever,
-    then fused in Python, or by the engine in one query (see `service.index.edge`)."""
-    vectors: list[tuple[str, Any]] = []
+    then fused in Python, or by the engine in one query (see `service.index.edge`); every BM25
+    request computes IDF over `idf_corpus`."""
+    vectors: list[tuple[str, Any, qm.SearchParams | None]] = []
     if q.dense is not None and q.dense_weight > 0:
-        vectors.append((DENSE, list(q.dense)))
+        dense_params = DENSE_FILTERED if acorn and flt is not None else None
+        vectors.append((DENSE, list(q.dense), dense_params))
     if q.sparse is not None and q.sparse.indices and q.sparse_weight > 0:
-        vectors.append((SPARSE, qm.SparseVector(indices=q.sparse.indices, values=q.sparse.values)))
+        sparse = qm.SparseVector(indices=q.sparse.indices, values=q.sparse.values)
+        vectors.append((SPARSE, sparse, search_params(idf_corpus)))
     if len(vectors) == 1:
-        using, vec = vectors[0]
+        using, vec, params = vectors[0]
         return [
-            qm.QueryRequest(query=vec, using=using, filter=flt, limit=q.prefetch, with_payload=True)
+            qm.QueryRequest(
+                query=vec,
+                using=using,
+                filter=flt,
+                params=params,
+                limit=q.prefetch,
+                with_payload=True,
+            )
         ]
     prefetch = [
-        qm.Prefetch(query=vec, using=using, filter=flt, limit=q.prefetch) for using, vec in vectors
+        qm.Prefetch(query=vec, using=using, filter=flt, params=params, limit=q.prefetch)
+        for using, vec, params in vectors
     ]
     rescored = [
         qm.QueryRequest(
@@ -148,16 +181,24 @@ def search_requests(q: SearchQuery, flt: qm.Filter | None) -> list[qm.QueryReque
             query=vec,
             using=using,
             filter=flt,
+            params=params,
             limit=2 * q.prefetch,
             with_payload=i == 0,
         )
-        for i, (using, vec) in enumerate(vectors)
+        for i, (using, vec, params) in enumerate(vectors)
     ]
     if q.fusion not in ENGINE_FUSIONS:
         return rescored
     outer = [
-        qm.Prefetch(prefetch=prefetch, query=vec, using=using, filter=flt, limit=2 * q.prefetch)
-        for (using, vec), n in zip(vectors, list_copies(q), strict=True)
+        qm.Prefetch(
+            prefetch=prefetch,
+            query=vec,
+            using=using,
+            filter=flt,
+            params=params,
+            limit=2 * q.prefetch,
+        )
+        for (using, vec, params), n in zip(vectors, list_copies(q), strict=True)
         for _ in range(n)
     ]
     fused = qm.QueryRequest(
@@ -281,6 +322,11 @@ class QdrantIndex:
                     payload_m=spec.hnsw.payload_m,
                     full_scan_threshold=spec.hnsw.full_scan_threshold_kb,
                 ),
+                optimizers_config=(
+                    None
+                    if spec.hnsw.indexing_threshold_kb is None
+                    else qm.OptimizersConfigDiff(indexing_threshold=spec.hnsw.indexing_threshold_kb)
+                ),
                 quantization_config=quant,
                 metadata=metadata,
             )
@@ -302,6 +348,9 @@ class QdrantIndex:
                 )
             present = {k: str(v.data_type) for k, v in (info.payload_schema or {}).items()}
             await self._tune_hnsw(info.config.hnsw_config, spec)
+            if int(stored) < 3:
+                await self._per_tenant_graphs(spec, present)
+                await self._client.update_collection(self.collection, metadata=metadata)
         for p in missing_indexes(spec, present):
             with warnings.catch_warnings():
                 # local mode warns that payload indexes have no effect there; servers use them
@@ -309,6 +358,22 @@ class QdrantIndex:
                 await self._client.create_payload_index(
                     self.collection, p.field, field_schema=_index_params(p), wait=True
                 )
+
+    async def _per_tenant_graphs(self, spec: CollectionSpec, present: dict[str, str]) -> None:
+        """Schema 2 → 3 in place: no collection-wide graph (`m` 0, the server rebuilds the
+        segments' graphs in the background) and payload indexes without graph links."""
+        await self._client.update_collection(
+            self.collection,
+            hnsw_config=qm.HnswConfigDiff(m=spec.hnsw.m, payload_m=spec.hnsw.payload_m),
+        )
+        for p in spec.payload_indexes:
+            if p.field in present and not p.graph_links:
+                with warnings.catch_warnings():  # local mode: payload indexes have no effect
+                    warnings.simplefilter("ignore", UserWarning)
+                    await self._client.delete_payload_index(self.collection, p.field, wait=True)
+                    await self._client.create_payload_index(
+                        self.collection, p.field, field_schema=_index_params(p), wait=True
+                    )
 
     async def _tune_hnsw(self, stored: qm.HnswConfig, spec: CollectionSpec) -> None:
         """Search-time HNSW settings a server can change in place (today the full-scan
@@ -394,7 +459,10 @@ class QdrantIndex:
     async def search(self, query: SearchQuery) -> list[Hit]:
         await self._ready()
         flt = _tenant_acl_filter(query.tenant_id, query.identities, query.filter)
-        requests = search_requests(query, flt)
+        corpus = _tenant_acl_filter(query.tenant_id, query.identities)
+        # local mode searches exactly and warns about graph parameters
+        acorn = self.spec.hnsw.acorn and not self.local
+        requests = search_requests(query, flt, corpus, acorn=acorn)
         if not requests:
             return []
         try:

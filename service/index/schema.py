@@ -1,12 +1,19 @@
 """The collection layout, in one versioned place that both index adapters translate.
 
 A point is one chunk (ARCHITECTURE §3): named dense vector `dense` (cosine), sparse vector `bm25`
-(IDF applied by the engine), and a payload with indexes on what the pre-filter touches: the
-tenant (a tenant index, so each tenant's points are stored and searched together), the ACL, the
-document keys, and every declared metadata field with its type (datetime included).
+(saturated term frequencies; the engine applies IDF at query time over the points the searching
+principal can see in its tenant: `IdfParams(corpus=…)`), and a payload with indexes on what the
+pre-filter touches: the tenant (a tenant index, so each tenant's points are stored and searched
+together), the ACL, the document keys, and every declared metadata field with its type.
+
+Tenant isolation (docs/security.md, "Tenant isolation of statistics"): the HNSW graph is built
+per tenant only — `m = 0` (no collection-wide graph) and `payload_m` links inside each tenant's
+points (the tenant index) — and no other payload index builds graph links (`enable_hnsw` off),
+so another tenant's points never become a neighbour on a tenant's search path.
 
 Bump `SCHEMA_VERSION` when the layout changes. Adding payload indexes is applied in place on
-open (`missing_indexes`); a changed vector layout needs a re-index and is refused with a message.
+open (`missing_indexes`), and so is the version 2 → 3 change (graph settings and payload
+indexes rebuilt without graph links); a changed vector layout needs a re-index and is refused.
 """
 
 from __future__ import annotations
@@ -16,7 +23,8 @@ from typing import Literal
 
 import msgspec
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+"""3: per-tenant HNSW graphs only (`m` 0, non-tenant payload indexes without graph links)."""
 DENSE = "dense"
 SPARSE = "bm25"
 
@@ -28,14 +36,28 @@ class PayloadIndex(msgspec.Struct, frozen=True):
     type: IndexType
     is_tenant: bool = False
 
+    @property
+    def graph_links(self) -> bool:
+        """Whether the engine builds HNSW links for this field's values: only the tenant's."""
+        return self.is_tenant
+
 
 class HnswSpec(msgspec.Struct, frozen=True, kw_only=True):
-    m: int = 16
-    """Graph edges per node (Qdrant's default)."""
+    m: int = 0
+    """Edges per node of the collection-wide graph: 0 builds none, so no search walks links
+    that another tenant's points shaped (Qdrant's multitenancy layout)."""
     ef_construct: int = 100
     """Candidates while building the graph."""
     payload_m: int = 16
-    """Edges of the per-tenant subgraphs built for the tenant index."""
+    """Edges per node of each tenant's own graph (built for the tenant index's values, once a
+    tenant is past the full-scan threshold; smaller tenants are scanned exactly)."""
+    acorn: bool = True
+    """Filtered graph walks explore two hops past neighbours the filter rejects (Qdrant's
+    ACORN): a principal's neighbours then hardly depend on chunks of its tenant it cannot see,
+    at ~1-3 ms more per selective filtered search on SciFact (docs/security.md)."""
+    indexing_threshold_kb: int | None = None
+    """Vectors of a segment (kilobytes) past which the optimizer builds its graph; None keeps
+    the engine's default (tests lower it to exercise the graph with a few thousand chunks)."""
     full_scan_threshold_kb: int = 1_000
     """Below this many kilobytes of matching vectors (≈650 of 384 dims) a filtered search scans
     them exactly; above, it walks the HNSW graph with the filter. Qdrant's default (10,000)

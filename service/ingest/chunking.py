@@ -14,6 +14,7 @@ import msgspec
 import regex
 from markdown_it import MarkdownIt
 
+from service.text.markdown import blocks, is_block, strip_directives
 from service.text.sentences import split_sentences
 
 CountTokens = Callable[[Sequence[str]], list[int]]
@@ -64,13 +65,28 @@ def markdown_sections(text: str) -> list[tuple[list[str], str]]:
     return sections
 
 
-def _pieces(body: str) -> list[str]:
-    """Paragraphs, and the sentences of each paragraph."""
+def _pieces(body: str, markdown: bool = False) -> list[str]:
+    """Paragraphs, and the sentences of each paragraph; in Markdown, code blocks, lists and
+    tables stay whole pieces with their lines (`is_block`)."""
     out: list[str] = []
+    if markdown:
+        for kind, block in blocks(body):
+            out.extend([block] if kind != "para" else (split_sentences(block) or [block]))
+        return out
     for block in body.split("\n\n"):
         para = " ".join(block.split())
         if para:
             out.extend(split_sentences(para) or [para])
+    return out
+
+
+def _join(pieces: Sequence[str]) -> str:
+    """Sentences join with a space; a block (code, list, table) stands on lines of its own."""
+    out = ""
+    for n, piece in enumerate(pieces):
+        if n:
+            out += "\n\n" if is_block(piece) or is_block(pieces[n - 1]) else " "
+        out += piece
     return out
 
 
@@ -99,13 +115,13 @@ def chunk_document(
     max_tokens: int = 256,
     target: int = 200,
 ) -> list[ChunkText]:
-    sections = markdown_sections(text) if markdown else [([], text)]
+    sections = markdown_sections(strip_directives(text)) if markdown else [([], text)]
     chunks: list[ChunkText] = []
     for headings, body in sections:
         head = ChunkText(text="", headings=headings).title(title)
         budget = max_tokens - count_tokens([head])[0]
         goal = min(target, budget)
-        pieces = _pieces(body)
+        pieces = _pieces(body, markdown)
         sizes = count_tokens(pieces) if pieces else []
         fitted: list[tuple[str, int]] = []
         for piece, size in zip(pieces, sizes, strict=True):
@@ -119,12 +135,12 @@ def chunk_document(
             # -2 per joined piece: each count includes [CLS]/[SEP], which appear once per chunk
             used = sum(s - 2 for _, s in buf) + 2
             if buf and used + size - 2 > goal:
-                chunks.append(ChunkText(text=" ".join(p for p, _ in buf), headings=headings))
+                chunks.append(ChunkText(text=_join([p for p, _ in buf]), headings=headings))
                 overlap = buf[-1]
                 buf = [overlap] if sum(s - 2 for _, s in [overlap]) + size <= goal else []
             buf.append((piece, size))
         if buf:
-            chunks.append(ChunkText(text=" ".join(p for p, _ in buf), headings=headings))
+            chunks.append(ChunkText(text=_join([p for p, _ in buf]), headings=headings))
     # a final exact check: nothing the embedder would truncate
     for c in chunks:
         if count_tokens([c.embed_text(title)])[0] > max_tokens:

@@ -34,7 +34,7 @@ import asyncpg
 import msgspec
 
 from service.db.documents import DocRow, forget_documents, mark_pending, record_written, registered
-from service.db.runs import finish_run, start_run
+from service.db.runs import RunOwner
 from service.db.tenants import bump_index_version, require_tenant
 from service.embed.protocol import Embedder
 from service.index.protocol import VectorIndex
@@ -98,8 +98,10 @@ class Indexer:
         async with self.pool.acquire() as conn:
             await require_tenant(conn, tenant_id)
             known = await registered(conn, tenant_id)
-            if not dry_run:
-                summary.run_id = await start_run(conn, tenant_id, kind, {"dry_run": dry_run})
+        owner = None
+        if not dry_run:
+            owner = await RunOwner.start(self.pool, tenant_id, kind, {"dry_run": dry_run})
+            summary.run_id = owner.run_id
         status = "interrupted"
         try:
             seen, errored = await self._sync(
@@ -119,18 +121,16 @@ class Indexer:
             raise
         finally:
             summary.seconds = round(time.perf_counter() - t0, 3)
-            if summary.run_id is not None:
+            if owner is not None:
                 with contextlib.suppress(Exception):  # never hide the run's own error
-                    await asyncio.shield(self._finish(summary, status))
+                    await asyncio.shield(self._finish(owner, summary, status))
         return summary
 
-    async def _finish(self, summary: Summary, status: str) -> None:
-        assert summary.run_id is not None
+    async def _finish(self, owner: RunOwner, summary: Summary, status: str) -> None:
         stats = msgspec.to_builtins(summary)
         for key in ("errors", "changes", "skipped"):
             stats[key] = stats[key][:100]
-        async with self.pool.acquire() as conn:
-            await finish_run(conn, summary.run_id, status, stats)
+        await owner.finish(status, stats)
 
     async def _sync(
         self,
@@ -164,19 +164,16 @@ class Indexer:
                         raise _Stopped from None
 
         def plan(item: SourceDoc | LoadError) -> Settled | ChunkedDoc:
-            decided = planner.plan(item)
+            try:
+                decided = planner.plan(item)
+            except Exception as exc:  # never one document's problem for the whole run
+                return _failed(item, f"cannot plan: {type(exc).__name__}: {exc}")
             if not isinstance(decided, Changed):
                 return decided
             try:
                 return chunk(tenant_id, decided, self.embedder)
             except Exception as exc:  # a document the chunker cannot handle fails alone
-                return Settled(
-                    doc_id=decided.doc.doc_id,
-                    action="failed",
-                    failure=Failure(
-                        path=decided.where, line=decided.doc.line, reason=f"cannot chunk: {exc}"
-                    ),
-                )
+                return _failed(decided.doc, f"cannot chunk: {exc}")
 
         def produce() -> None:
             try:
@@ -309,8 +306,7 @@ class Indexer:
         assert self.index is not None
         ok = [p for p in docs if p.error is None]
         if ok:
-            async with self.pool.acquire() as conn:
-                await mark_pending(conn, tenant_id, [p.row("pending") for p in ok])
+            ok = await self._mark_pending(tenant_id, ok)
             try:
                 chunks = [c for p in ok for c in p.chunks(self.embedder.dim)]
                 await self.index.upsert(chunks)
@@ -338,8 +334,24 @@ class Indexer:
             progress.doc_done(p.action, len(p.pieces))
         for p in failed:
             summary.failed += 1
-            summary.errors.append(Failure(path=where(p.doc), reason=p.error or "failed"))
+            summary.errors.append(_failure(p.doc, p.error or "failed"))
             progress.doc_done("failed", 0)
+
+    async def _mark_pending(self, tenant_id: str, docs: list[ChunkedDoc]) -> list[ChunkedDoc]:
+        """Mark a batch pending; if PostgreSQL refuses a value, mark one by one so the
+        document it refuses fails alone (the planner's checks should have caught it)."""
+        try:
+            async with self.pool.acquire() as conn:
+                await mark_pending(conn, tenant_id, [p.row("pending") for p in docs])
+            return docs
+        except asyncpg.DataError:
+            if len(docs) == 1:
+                docs[0].error = "PostgreSQL refused a value of this document"
+                return []
+        ok = []
+        for p in docs:
+            ok.extend(await self._mark_pending(tenant_id, [p]))
+        return ok
 
     async def _relink(
         self,
@@ -367,8 +379,10 @@ class Indexer:
         summary = Summary(tenant=tenant_id, dry_run=dry_run)
         async with self.pool.acquire() as conn:
             await require_tenant(conn, tenant_id)
-            if not dry_run:
-                summary.run_id = await start_run(conn, tenant_id, "rm", {"dry_run": dry_run})
+        owner = None
+        if not dry_run:
+            owner = await RunOwner.start(self.pool, tenant_id, "rm", {"dry_run": dry_run})
+            summary.run_id = owner.run_id
         status = "interrupted"
         try:
             async with self.pool.acquire() as conn:
@@ -384,9 +398,9 @@ class Indexer:
             status = "failed" if summary.failed else "ok"
         finally:
             summary.seconds = round(time.perf_counter() - t0, 3)
-            if summary.run_id is not None:
+            if owner is not None:
                 with contextlib.suppress(Exception):
-                    await asyncio.shield(self._finish(summary, status))
+                    await asyncio.shield(self._finish(owner, summary, status))
         return summary
 
     async def _remove(
@@ -423,6 +437,17 @@ class Indexer:
         if progress is not None:
             for _ in present:
                 progress.doc_done("removed", 0)
+
+
+def _failure(item: SourceDoc | LoadError, reason: str) -> Failure:
+    if isinstance(item, LoadError):
+        return Failure(path=item.path, line=item.line, reason=reason, doc_id=item.doc_id or "")
+    return Failure(path=where(item), line=item.line, reason=reason, doc_id=item.doc_id)
+
+
+def _failed(item: SourceDoc | LoadError, reason: str) -> Settled:
+    failure = _failure(item, reason)
+    return Settled(doc_id=failure.doc_id, action="failed", failure=failure)
 
 
 def _under_any(row: DocRow, paths: set[str]) -> bool:

@@ -10,6 +10,7 @@ embedder works on earlier documents.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -23,15 +24,68 @@ from service.ingest.chunking import ChunkText, chunk_document
 from service.ingest.documents import LoadError, SourceDoc
 from service.ingest.links import chunk_links
 from service.ingest.relink import content_unchanged, needs_relink, public_link
-from service.ingest.summary import Failure, Progress, Summary
+from service.ingest.summary import Failure, Progress, Summary, printable
 from service.text.bm25 import SparseVec, doc_vector
 
-CHUNKER_VERSION = "1"
+CHUNKER_VERSION = "2"  # 2: MkDocs directives removed; code, lists, tables keep lines
 TOMBSTONE_SPARSE = SparseVec([], [])
+MAX_DOC_ID_CHARS = 512
+"""Document ids longer than this are refused (they key points, rows, URLs and logs)."""
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 class NoAcl(ValueError):
     pass
+
+
+class BadDocument(ValueError):
+    """A document that cannot be stored as given: reported with its source and skipped."""
+
+
+def check_doc_id(doc_id: str) -> None:
+    """Non-empty, at most `MAX_DOC_ID_CHARS`, valid Unicode, no control characters."""
+    if not doc_id or not doc_id.strip():
+        raise BadDocument("empty document id")
+    if len(doc_id) > MAX_DOC_ID_CHARS:
+        raise BadDocument(f"document id longer than {MAX_DOC_ID_CHARS} characters")
+    if _CONTROL.search(doc_id):
+        raise BadDocument(f"document id {_shown(doc_id)} contains a control character")
+    if not _encodable(doc_id):
+        raise BadDocument(f"document id {_shown(doc_id)} is not valid Unicode (a non-UTF-8 name?)")
+
+
+def check_document(doc: SourceDoc) -> None:
+    """Everything PostgreSQL and the index must store as text: valid Unicode, no NUL byte."""
+    check_doc_id(doc.doc_id)
+    for name in ("title", "text", "source_uri", "lang", "origin"):
+        value: str = getattr(doc, name)
+        if "\x00" in value:
+            raise BadDocument(f"NUL byte in {name}")
+        if not _encodable(value):
+            raise BadDocument(f"{name} is not valid Unicode (a non-UTF-8 byte or lone surrogate)")
+    for entry in doc.acl or ():
+        if "\x00" in entry or not _encodable(entry):
+            raise BadDocument("invalid character in acl")
+    try:
+        raw = msgspec.json.encode(doc.metadata)
+    except (TypeError, UnicodeEncodeError, OverflowError) as exc:
+        raise BadDocument(f"metadata cannot be stored: {exc}") from None
+    if b"\\u0000" in raw:
+        raise BadDocument("NUL byte in metadata")
+
+
+def _encodable(value: str) -> bool:
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _shown(doc_id: str) -> str:
+    """The id as a reason may quote it: printable and shortened."""
+    text = printable(doc_id)
+    return repr(text[:80] + ("…" if len(text) > 80 else ""))
 
 
 def resolve_acl(doc: SourceDoc, allow: Sequence[str], public: bool) -> list[str]:
@@ -88,8 +142,10 @@ def where(doc: SourceDoc) -> str:
 class DocPlanner:
     """The per-document decision of one indexing run, the same for the local and the remote
     indexer: a load error fails (its document id still counts as seen, so `--prune` keeps it);
+    a document that cannot be stored as given (a bad id, a NUL byte, invalid Unicode) fails;
     a document id seen before in this run fails as a duplicate; no ACL fails; the same hash as
-    the indexed version is unchanged; anything else is `Changed`."""
+    the indexed version is unchanged; anything else is `Changed`. A bad document fails alone:
+    it is reported with its source and the run goes on."""
 
     def __init__(
         self,
@@ -117,19 +173,28 @@ class DocPlanner:
             self.errored.add(item.path)
             if item.doc_id is not None:
                 self.seen.setdefault(item.doc_id, item.path)
-            failure = Failure(path=item.path, line=item.line, reason=item.reason)
-            return Settled(doc_id=item.doc_id or "", action="failed", failure=failure)
+            failure = Failure(
+                path=item.path, line=item.line, reason=item.reason, doc_id=item.doc_id or ""
+            )
+            return Settled(doc_id=failure.doc_id, action="failed", failure=failure)
         at = where(item)
+        try:
+            check_document(item)
+        except BadDocument as exc:
+            if item.origin:
+                self.errored.add(item.origin)
+            failure = Failure(path=at, line=item.line, reason=str(exc), doc_id=item.doc_id)
+            return Settled(doc_id=failure.doc_id or "", action="failed", failure=failure)
         if item.doc_id in self.seen:
             self.errored.add(item.origin)
             reason = f"duplicate document id {item.doc_id!r} (also from {self.seen[item.doc_id]})"
-            failure = Failure(path=at, line=item.line, reason=reason)
+            failure = Failure(path=at, line=item.line, reason=reason, doc_id=item.doc_id)
             return Settled(doc_id=item.doc_id, action="failed", failure=failure)
         self.seen[item.doc_id] = at
         try:
             acl = resolve_acl(item, self.allow, self.public)
         except NoAcl as exc:
-            failure = Failure(path=at, line=item.line, reason=str(exc))
+            failure = Failure(path=at, line=item.line, reason=str(exc), doc_id=item.doc_id)
             return Settled(doc_id=item.doc_id, action="failed", failure=failure)
         metadata = {**item.metadata, **self.meta}
         public_link(item)

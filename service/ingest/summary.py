@@ -2,17 +2,39 @@
 
 from __future__ import annotations
 
+import os
 from typing import Protocol
 
 import msgspec
 
 
+def printable(value: str) -> str:
+    """`value` as valid Unicode: a non-UTF-8 file name shows its bytes (`\\xff`), a lone
+    surrogate its escape, so reports, JSON and PostgreSQL can always hold it."""
+    try:
+        value.encode()
+        return value
+    except UnicodeEncodeError:
+        pass
+    try:
+        return os.fsencode(value).decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 class Failure(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """A source that could not be indexed: the file (and line, for JSONL) and why."""
+    """A source that could not be indexed: the file (and line, for JSONL), the document id when
+    known, and why. Always printable: a non-UTF-8 path is shown with its bytes escaped."""
 
     path: str
     reason: str
     line: int | None = None
+    doc_id: str = ""
+
+    def __post_init__(self) -> None:
+        self.path = printable(self.path)
+        self.reason = printable(self.reason)
+        self.doc_id = printable(self.doc_id)
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line is not None else self.path

@@ -16,7 +16,7 @@ from service.generate.caps import output_cap
 from service.identity import Principal
 from service.index.filters import FilterSpec
 from service.ops.caller import Caller
-from service.ops.steps import admit, bounded_filters, bounded_top_k
+from service.ops.steps import admit, bounded_filters, bounded_top_k, require_text
 from service.pipeline.chat import Turn, condense
 from service.pipeline.events import Done, Event, Source, Sources
 from service.pipeline.operation import ANSWER, CHAT
@@ -130,12 +130,13 @@ class AnswerService:
         self.limiter = limiter
 
     async def answer(self, caller: Caller, args: AnswerArgs) -> AnswerRun:
+        require_text(args.query)
         await admit(self.limiter, caller)
         return await self._start(caller, args.query, args, operation=ANSWER, context="")
 
     async def chat(self, caller: Caller, args: ChatArgs) -> AnswerRun:
-        await admit(self.limiter, caller)
         question, context = condense(args.messages)
+        await admit(self.limiter, caller)
         if len(question) > MAX_QUESTION_CHARS:
             raise InvalidRequest(
                 f"question: at most {MAX_QUESTION_CHARS} characters", code="invalid_body"

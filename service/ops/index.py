@@ -14,11 +14,12 @@ from service.db.audit import record_index_change
 from service.db.documents import registered
 from service.db.health import Database
 from service.embed.protocol import Embedder
+from service.errors import InvalidRequest
 from service.index.protocol import VectorIndex
-from service.ingest.documents import SourceDoc
+from service.ingest.documents import LoadError, SourceDoc
 from service.ingest.pipeline import Indexer, IngestOptions
-from service.ingest.plan import hash_salt
-from service.ingest.summary import Summary
+from service.ingest.plan import BadDocument, check_doc_id, hash_salt, where
+from service.ingest.summary import Failure, Summary, printable
 from service.ops.caller import Caller
 
 
@@ -36,6 +37,44 @@ class Registry(msgspec.Struct, kw_only=True):
     hash_salt: str
     """Prefix of each content hash: a client can skip unchanged documents before sending them."""
     documents: list[Registered]
+
+
+class DocStatus(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What became of one document of a request: `ok` (indexed, or unchanged) or `failed`."""
+
+    index: int
+    doc_id: str
+    status: str
+    reason: str = ""
+    line: int | None = None
+
+
+class IndexReport(Summary, kw_only=True):
+    """The run's summary and, in request order, each document's status."""
+
+    documents: list[DocStatus] = msgspec.field(default_factory=list)
+
+    @classmethod
+    def of(cls, summary: Summary, docs: list[SourceDoc | LoadError]) -> IndexReport:
+        """Failures are matched to documents by source and id; of documents that share both
+        (a duplicate id), the later ones are the ones that failed."""
+        failures: dict[tuple[str, str], list[Failure]] = {}
+        for f in summary.errors:
+            failures.setdefault((f.path, f.doc_id), []).append(f)
+        statuses: list[DocStatus] = []
+        for i in reversed(range(len(docs))):
+            d = docs[i]
+            doc_id = printable(d.doc_id or "")
+            at = d.path if isinstance(d, LoadError) else where(d)
+            mine = failures.get((printable(at), doc_id))
+            if mine:
+                f = mine.pop()
+                statuses.append(DocStatus(index=i, doc_id=doc_id, status="failed",
+                                          reason=f.reason, line=f.line))  # fmt: skip
+            else:
+                statuses.append(DocStatus(index=i, doc_id=doc_id, status="ok"))
+        statuses.reverse()
+        return cls(**msgspec.structs.asdict(summary), documents=statuses)
 
 
 class IndexService:
@@ -77,17 +116,26 @@ class IndexService:
         ]
         return Registry(tenant=caller.tenant_id, hash_salt=hash_salt(self.embedder), documents=docs)
 
-    async def add(self, caller: Caller, docs: list[SourceDoc], *, dry_run: bool) -> Summary:
-        """Documents arrive with their ACL (the client resolved it with the same planner)."""
+    async def add(
+        self, caller: Caller, docs: list[SourceDoc | LoadError], *, dry_run: bool
+    ) -> IndexReport:
+        """Documents arrive with their ACL (the client resolved it with the same planner); a
+        bad one fails alone and the report says, per document, what became of it."""
         async with self.lock:
             summary = await self._indexer().add(caller.tenant_id, docs, dry_run=dry_run, kind="api")
-        ids = [d.doc_id for d in docs]
+        report = IndexReport.of(summary, docs)
+        # the audit trail is stored text: ids as printable as reports show them, NUL escaped
+        ids = [d.doc_id.replace("\x00", "\\x00") for d in report.documents if d.doc_id]
         await record_index_change(
             self.pool, caller.principal, "documents.add", ids, summary, caller.request_id
         )
-        return summary
+        return report
 
     async def remove(self, caller: Caller, doc_id: str) -> Summary:
+        try:
+            check_doc_id(doc_id)
+        except BadDocument as exc:
+            raise InvalidRequest(str(exc), code="invalid_doc_id") from None
         async with self.lock:
             summary = await self._indexer().remove(caller.tenant_id, [doc_id])
         await record_index_change(

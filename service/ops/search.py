@@ -10,7 +10,7 @@ from service.admission.buckets import TenantLimiter
 from service.config import Settings
 from service.index.protocol import Hit
 from service.ops.caller import Caller
-from service.ops.steps import admit, bounded_filters, bounded_top_k
+from service.ops.steps import admit, bounded_filters, bounded_top_k, require_text
 from service.pipeline.budget import Budget
 from service.pipeline.retrieve import Retrieval
 
@@ -38,6 +38,7 @@ class SearchService:
         self.limiter = limiter
 
     async def search(self, caller: Caller, args: SearchArgs) -> SearchResult:
+        require_text(args.query)
         await admit(self.limiter, caller)
         s = self.settings
         filters = bounded_filters(s, args.filters)

@@ -27,6 +27,13 @@ def bounded_filters(settings: Settings, raw: Any) -> FilterSpec | None:
     )
 
 
+def require_text(query: str, what: str = "query") -> str:
+    """A question must say something: empty or whitespace-only is a 422 on every route."""
+    if not query.strip():
+        raise InvalidRequest(f"{what}: empty or only whitespace", code="invalid_body")
+    return query
+
+
 async def admit(limiter: TenantLimiter | None, caller: Caller) -> None:
     """429 if the tenant is over its limit, unless the transport already checked (admission
     middleware) or no limits apply (`limiter` None: in-process evals, the operator's own run)."""

@@ -13,18 +13,22 @@ from typing import Any
 import msgspec
 
 from service import telemetry
+from service.answerability import Decision, answer_confidence, decide
 from service.config import Settings
 from service.errors import InvalidRequest, RaglineError, UpstreamError
+from service.generate.extractive import NO_ANSWER
 from service.generate.prompt import PROMPT_VERSION
 from service.generate.protocol import GenerationRecord, Passage, citations_in
 from service.generate.router import GeneratorRouter
 from service.identity import Principal
 from service.index.filters import FilterSpec
 from service.index.protocol import Hit
+from service.pipeline.abstain import abstention
 from service.pipeline.budget import Budget
 from service.pipeline.events import Done, Event, Meta, Source, Sources, Token, Usage
 from service.pipeline.generation import generate
 from service.pipeline.ground import Grounder
+from service.pipeline.language import prefer_language
 from service.pipeline.operation import ANSWER
 from service.pipeline.retrieve import Retrieval
 from service.pipeline.trim import trim
@@ -69,6 +73,8 @@ class PreparedAnswer(msgspec.Struct, kw_only=True):
     tenant_id: str = ""
     operation: str = ANSWER
     context: str = ""
+    answerability: Decision | None = None
+    """Whether the sources answer the question; not answerable: abstain, no generator."""
 
     def timings_so_far(self) -> dict[str, float]:
         """Stage times known before the stream starts (retrieval)."""
@@ -123,11 +129,12 @@ class AnswerPipeline:
         )
         t = self.settings.trim  # before numbering: S1…Sn are the passages the generator sees
         hits = trim(
-            hits,
+            prefer_language(query, hits),
             budget_tokens=t.context_tokens,
             duplicate_threshold=t.duplicate_threshold,
             merge=t.merge_neighbours,
         )
+        decision = decide(query, hits) if self.settings.generator.abstain else None
         return PreparedAnswer(
             request_id=request_id,
             query=query,
@@ -139,6 +146,7 @@ class AnswerPipeline:
             tenant_id=principal.tenant_id,
             operation=operation,
             context=context,
+            answerability=decision,
         )
 
     async def events(self, p: PreparedAnswer) -> AsyncIterator[Event]:
@@ -146,6 +154,10 @@ class AnswerPipeline:
         telemetry.note_cache(p.cache)
         yield Meta(request_id=p.request_id, cache=p.cache)
         yield Sources(sources=p.sources)
+        if p.answerability is not None and not p.answerability.answerable:
+            async for event in abstention(p.answerability, budget):
+                yield event
+            return
         passages = [
             Passage(id=s.id, title=h.title, text=h.text)
             for s, h in zip(p.sources, p.hits, strict=True)
@@ -195,6 +207,8 @@ class AnswerPipeline:
             timings_ms=dict(budget.timings_ms, total=round(budget.elapsed_ms(), 3)),
             degraded=list(budget.degraded),
             groundedness=grounded,
+            abstained=answer == NO_ANSWER,
+            confidence=answer_confidence(p.answerability, p.query, answer, answer == NO_ANSWER),
         )
 
     def version(self, tenant_id: str = "", operation: str = ANSWER) -> str:

@@ -30,6 +30,10 @@ def condense(messages: Sequence[Turn]) -> tuple[str, str]:
         raise InvalidRequest("messages: no user message with text", code="invalid_body")
     if messages[-1].role != "user":
         raise InvalidRequest("messages: the last message must be the user's", code="invalid_body")
+    if not messages[-1].text().strip():
+        raise InvalidRequest(
+            "messages: the last user message is empty or only whitespace", code="invalid_body"
+        )
     question = users[-1]
     earlier = users[:-1][-CONTEXT_TURNS:]
     context = clip(" / ".join(earlier), CONTEXT_CHARS) if earlier else ""

@@ -47,6 +47,12 @@ class Done(msgspec.Struct, kw_only=True, tag="done"):
     groundedness: float | None = None
     """Share of the answer its cited sources support (0..1), scored after the last token;
     null when scoring is off, busy or late."""
+    abstained: bool = False
+    """The sources do not answer the question (service.answerability): the answer is a fixed
+    message in the question's language, and no model ran."""
+    confidence: float | None = None
+    """How likely the answer is right (0..1): p(answerable) of the calibrated answerability
+    model for an answer, 1 - p for an abstention; null when not computed."""
 
 
 Event = Meta | Sources | Token | Done | ErrorEvent

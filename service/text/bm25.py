@@ -1,5 +1,8 @@
-"""BM25 as Qdrant sparse vectors: the document side carries saturated term frequencies and the
-collection applies IDF (`Modifier.Idf`), so scores are BM25 without a corpus-wide pass here.
+"""BM25 as Qdrant sparse vectors: the document side carries saturated term frequencies (a
+function of the chunk alone: the average length is a constant), and the engine applies IDF
+(`Modifier.Idf`) at query time over the corpus each search names — the chunks the principal can
+see in its tenant (`service.index.edge.search_params`) — so no score depends on another tenant's
+chunks or on chunks the principal cannot see (docs/security.md).
 """
 
 from __future__ import annotations
@@ -40,5 +43,5 @@ def doc_vector(text: str) -> SparseVec:
 
 
 def query_vector(text: str) -> SparseVec:
-    """Each distinct query term once; IDF comes from the collection."""
+    """Each distinct query term once; IDF comes from the engine, over the searcher's corpus."""
     return _merge(Counter({term_id(t): 1 for t in bm25_terms(text)}))

@@ -163,11 +163,19 @@
     if (outcome.stopped) badge(view, "Stopped", "warn");
     if (outcome.error) badge(view, `Error: ${outcome.error}`, "bad");
     if (!info) return;
+    const uncited = !info.citations || info.citations.length === 0;
     if (info.abstained) {
       view.turn.classList.add("abstained");
-      badge(view, "Not answered from the sources (no source cited)", "warn");
+      badge(view, "Not answered from the sources", "warn");
+    } else if (uncited) {
+      view.turn.classList.add("uncited");
+      badge(view, "No source cited", "warn");
     }
-    if (info.abstained) {
+    if (typeof info.confidence === "number") {
+      const pct = Math.round(info.confidence * 100);
+      badge(view, `Confidence: ${pct}%`, info.confidence >= 0.5 ? "good" : "warn");
+    }
+    if (info.abstained || uncited) {
       // no claim to ground: a groundedness score would mislead
     } else if (info.groundedness === null || info.groundedness === undefined) {
       badge(view, "Groundedness: not scored", "neutral");

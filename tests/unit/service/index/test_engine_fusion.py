@@ -1,12 +1,15 @@
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.index.engine_fusion import copies, replay
+from service.index.engine_fusion import copies, hits_from_lists, replay
 from service.index.fusion import fuse
-from service.index.protocol import Hit
+from service.index.protocol import Hit, SearchQuery
+from service.text.bm25 import SparseVec
 
 pytestmark = pytest.mark.unit
 
@@ -90,3 +93,18 @@ def test_dbsf_ranks_as_equal_weight_zscore_when_every_candidate_matches(
         for b in dbsf:
             if abs(zscore[a] - zscore[b]) > 1e-6:
                 assert (dbsf[a] > dbsf[b]) == (zscore[a] > zscore[b])
+
+
+@pytest.mark.parametrize("fusion", ["per_term", "zscore"])
+def test_engine_lists_with_equal_scores_come_back_by_point_id(fusion: str) -> None:
+    """The engine orders ties by storage position, which other tenants' writes move."""
+
+    def point(pid: str, score: float) -> SimpleNamespace:
+        payload = {"doc_id": pid, "chunk_ix": 0}
+        return SimpleNamespace(id=pid, score=score, payload=payload, vector={"dense": [1.0]})
+
+    engine_order = [point("c", 0.5), point("a", 0.9), point("d", 0.5), point("b", 0.5)]
+    q = SearchQuery(tenant_id="t", identities=frozenset(), dense=None, limit=3)
+    q.sparse, q.fusion = SparseVec([1], [1.0]), fusion  # type: ignore[assignment]
+    hits = hits_from_lists(q, [engine_order], lambda p: [1.0])
+    assert [h.id for h in hits] == ["a", "b", "c"]

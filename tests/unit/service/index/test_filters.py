@@ -86,3 +86,36 @@ def test_filters_are_bounded_per_any_and_in_all() -> None:
     with pytest.raises(InvalidRequest) as total:
         parse_filters(terms, DECLARED, max_terms=4)  # type: ignore[arg-type]
     assert total.value.code == "filter_too_large"
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"year": 2**63},
+        {"year": -(2**63) - 1},
+        {"year": {"any": [1, 2**64]}},
+        {"year": {"gte": 10**400}},
+        {"score": 10**400},
+        {"score": {"lt": -(10**309)}},
+    ],
+)
+def test_numbers_beyond_what_the_index_stores_are_refused(raw: dict[str, object]) -> None:
+    with pytest.raises(InvalidRequest) as err:
+        parse_filters(raw, DECLARED)
+    assert err.value.code == "invalid_filter" and err.value.status == 422
+
+
+def test_the_64_bit_edges_are_accepted() -> None:
+    spec = parse_filters({"year": {"gte": -(2**63), "lte": 2**63 - 1}}, DECLARED)
+    assert spec is not None and spec.conditions == (Range("year", gte=-(2**63), lte=2**63 - 1),)
+
+
+def test_lang_is_the_one_reserved_field_a_client_may_filter_on() -> None:
+    spec = parse_filters({"lang": "hi"}, DECLARED)  # type: ignore[arg-type]
+    assert spec is not None and spec.conditions == (Match("lang", "hi"),)
+    spec = parse_filters({"lang": {"any": ["en", "hi"]}}, DECLARED)  # type: ignore[arg-type]
+    assert spec is not None and spec.conditions == (AnyOf("lang", ("en", "hi")),)
+    for raw in ({"lang": 3}, {"lang": {"gte": "a"}}, {"doc_id": "x"}, {"tenant_id": "t"}):
+        with pytest.raises(InvalidRequest) as err:
+            parse_filters(raw, DECLARED)  # type: ignore[arg-type]
+        assert err.value.code == "invalid_filter"

@@ -1,0 +1,379 @@
+"""Fit the answerability model on the dev halves; report the abstention curve on the test halves.
+
+    python -m evals.fit_answerability --data ../shared/data \
+        --signals /tmp/answerability-signals.jsonl --report /tmp/answerability-report.json
+
+Indexes the suites' corpora into their eval tenants (unchanged documents are skipped), retrieves
+for every question exactly as the answer pipeline does (retrieve, then trim), computes the
+signals of `service.answerability`, and fits two logistic models (numpy, Newton steps with a
+small L2 penalty) on the `dev` questions: `dense` on English questions, `lexical` (no dense
+signal) on all of them. Each threshold is the highest p(answerable) cut whose false abstention
+on dev answerable questions stays within `--max-false` (in every dev group with enough
+questions). Writes `service/data/answerability.json`. `--signals` keeps the computed signals
+(reused by `--from-signals` to refit without retrieving again).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from evals.answers import token_f1
+from evals.datasets import SHARED_DATA
+from evals.prepare import principal, sync_corpus
+from evals.suite import load_suite
+from service.answerability import (
+    CONFIDENCE_FEATURES,
+    MODEL_PATH,
+    Decision,
+    Logistic,
+    Model,
+    Signals,
+    answer_confidence,
+    answer_features,
+    compute,
+    decide,
+)
+from service.config import load_settings
+from service.generate.extractive import NO_ANSWER, pick_sentences
+from service.generate.protocol import Passage
+from service.index.protocol import Hit
+from service.pipeline.budget import Budget
+from service.pipeline.trim import trim
+from service.runtime import Runtime
+
+SUITES = ("clapnq", "xquad-en", "scifact", "docs")
+LEXICAL_FEATURES = ["coverage", "sentence_coverage", "log_terms"]
+"""No raw BM25: its scale follows the collection's size (IDF), which differs between the
+tenants it is fitted on and a small deployment; the shares of question terms do not."""
+DENSE_FEATURES = ["dense_top", *LEXICAL_FEATURES]
+VERSION = "answerability-1"
+
+
+class Row(msgspec.Struct, kw_only=True):
+    suite: str
+    id: str
+    lang: str
+    split: str
+    kind: str
+    answerable: bool
+    signals: Signals
+    question: str = ""
+    hits: list[Hit] = msgspec.field(default_factory=list)
+    """The trimmed hits (with their raw scores) the signals came from: `--from-signals
+    --recompute` recomputes the signals without retrieving again."""
+
+
+async def collect(data: Path, suites: Sequence[str], config: str | None) -> list[Row]:
+    settings = load_settings(config)
+    # offline, on a busy machine: no stage deadline may cut a signal short (a late embedder
+    # would leave BM25 alone, which the service does only when it is late)
+    slow = msgspec.structs.replace(settings.budget, embed_ms=30_000, search_ms=30_000)
+    settings = msgspec.structs.replace(settings, budget=slow)
+    rt = await Runtime.open(settings)
+    rows: list[Row] = []
+    try:
+        for name in suites:
+            suite = load_suite(name, data_dir=data)
+            tenant = suite.tenant()
+            summary = await sync_corpus(suite, tenant, rt.pool, rt.index, rt.embedder)
+            print(f"{name}: added {summary.added}, unchanged {summary.unchanged}", flush=True)
+            who = principal(suite, tenant)
+            top_k = suite.manifest.request.top_k or settings.retrieval.top_k
+            t = settings.trim
+            for q in suite.questions:
+                budget = Budget(60_000)  # offline: no deadline cuts a signal short
+                hits = await rt.retriever.retrieve(
+                    who, q.question, filters=None, top_k=top_k, budget=budget
+                )
+                hits = trim(
+                    hits,
+                    budget_tokens=t.context_tokens,
+                    duplicate_threshold=t.duplicate_threshold,
+                    merge=t.merge_neighbours,
+                )
+                rows.append(
+                    Row(
+                        suite=name,
+                        id=q.id,
+                        lang=q.lang,
+                        split=q.tags.get("split", "test"),
+                        kind=q.tags.get("kind", "answerable" if q.answerable else "unanswerable"),
+                        answerable=q.answerable,
+                        signals=compute(q.question, hits),
+                        question=q.question,
+                        hits=hits,
+                    )
+                )
+    finally:
+        await rt.close()
+    return rows
+
+
+def _matrix(rows: Sequence[Row], names: Sequence[str]) -> np.ndarray:
+    return np.array([r.signals.features(names) for r in rows], dtype=float)
+
+
+def fit_logistic(
+    x: np.ndarray, y: np.ndarray, l2: float = 1.0, weights: np.ndarray | None = None
+) -> tuple[np.ndarray, float]:
+    """Coefficients and intercept of an L2-penalised, optionally weighted logistic regression
+    (Newton steps)."""
+    n, d = x.shape
+    sw = np.ones(n) if weights is None else weights
+    xb = np.hstack([x, np.ones((n, 1))])
+    w = np.zeros(d + 1)
+    penalty = np.eye(d + 1) * l2
+    penalty[d, d] = 0.0
+    for _ in range(50):
+        p = 1.0 / (1.0 + np.exp(-np.clip(xb @ w, -40, 40)))
+        grad = xb.T @ (sw * (p - y)) + penalty @ w
+        hess = (xb * (sw * p * (1 - p))[:, None]).T @ xb + penalty
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    return w[:d], float(w[d])
+
+
+def fit(rows: Sequence[Row], names: list[str], max_false: float) -> Logistic:
+    x = _matrix(rows, names)
+    y = np.array([float(r.answerable) for r in rows])
+    model = fit_xy(x, y, names, balanced_weights(rows))
+    model.threshold = pick_threshold(model, rows, max_false)
+    return model
+
+
+def balanced_weights(rows: Sequence[Row]) -> np.ndarray:
+    """Each (suite, language, answerable) group weighs the same in total: the big answerable
+    suites do not drown the few unanswerable and off-topic questions."""
+    groups: dict[tuple[str, str, bool], int] = {}
+    for r in rows:
+        key = (r.suite, r.lang, r.answerable)
+        groups[key] = groups.get(key, 0) + 1
+    w = np.array([1.0 / groups[(r.suite, r.lang, r.answerable)] for r in rows])
+    out: np.ndarray = w * len(rows) / w.sum()
+    return out
+
+
+def fit_xy(
+    x: np.ndarray, y: np.ndarray, names: list[str], weights: np.ndarray | None = None
+) -> Logistic:
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale == 0] = 1.0
+    coef, intercept = fit_logistic((x - mean) / scale, y, weights=weights)
+    return Logistic(
+        features=names,
+        mean=[float(v) for v in mean],
+        scale=[float(v) for v in scale],
+        coef=[float(v) for v in coef],
+        intercept=intercept,
+        threshold=0.5,
+    )
+
+
+def _groups(rows: Sequence[Row]) -> dict[str, list[Row]]:
+    groups: dict[str, list[Row]] = {}
+    for r in rows:
+        groups.setdefault(f"{r.suite}/{r.lang}", []).append(r)
+    return groups
+
+
+def pick_threshold(model: Logistic, rows: Sequence[Row], max_false: float) -> float:
+    """The highest cut whose false abstention stays within `max_false` in every dev group with
+    at least 20 answerable questions (and overall)."""
+    groups = [g for g in _groups(rows).values() if sum(r.answerable for r in g) >= 20]
+    probs = {id(r): model.probability(r.signals) for r in rows}
+    best = 0.0
+    for cut in np.linspace(0.01, 0.99, 197):
+        ok = True
+        for g in [list(rows), *groups]:
+            pos = [probs[id(r)] for r in g if r.answerable]
+            if pos and sum(p < cut for p in pos) / len(pos) > max_false:
+                ok = False
+                break
+        if ok:
+            best = float(cut)
+    return round(best, 4)
+
+
+def rates(model: Model, rows: Sequence[Row]) -> dict[str, dict[str, Any]]:
+    """Per suite/lang/kind: abstention on unanswerable, false abstention on answerable."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        logit = model.pick(r.signals)
+        abstained = logit.probability(r.signals) < logit.threshold
+        key = f"{r.suite}/{r.lang}/{'answerable' if r.answerable else r.kind}"
+        slot = out.setdefault(key, {"n": 0, "abstained": 0})
+        slot["n"] += 1
+        slot["abstained"] += int(abstained)
+    for slot in out.values():
+        slot["rate"] = round(slot["abstained"] / slot["n"], 4)
+    return dict(sorted(out.items()))
+
+
+def curve(model: Model, rows: Sequence[Row], suite: str) -> list[dict[str, float]]:
+    """Abstention on unanswerable vs false abstention on answerable as the cut moves."""
+    sel = [r for r in rows if r.suite == suite]
+    probs = [(model.pick(r.signals).probability(r.signals), r.answerable) for r in sel]
+    pos = [p for p, a in probs if a]
+    neg = [p for p, a in probs if not a]
+    out = []
+    for cut in np.linspace(0.05, 0.95, 19):
+        out.append(
+            {
+                "cut": round(float(cut), 3),
+                "abstention": round(sum(p < cut for p in neg) / max(len(neg), 1), 4),
+                "false_abstention": round(sum(p < cut for p in pos) / max(len(pos), 1), 4),
+            }
+        )
+    return out
+
+
+def extractive_answer(r: Row, sentences: int) -> str:
+    """What the extractive generator answers from the row's hits."""
+    passages = [Passage(id=f"S{i}", title=h.title, text=h.text) for i, h in enumerate(r.hits, 1)]
+    picked = pick_sentences(r.question, passages, sentences)
+    return " ".join(f"{s} [{sid}]" for s, sid in picked) if picked else NO_ANSWER
+
+
+class Graded(msgspec.Struct, kw_only=True):
+    row: Row
+    decision: Decision
+    answer: str
+    abstained: bool
+    correct: bool
+    """token F1 >= 0.5 against gold, or a correct abstention."""
+
+
+def grade(
+    model: Model, rows: Sequence[Row], golds: dict[tuple[str, str], list[str]], sentences: int
+) -> list[Graded]:
+    """Rows with a gold answer or none to give (answerable without gold answers are left out)."""
+    out = []
+    for r in rows:
+        gold = golds.get((r.suite, r.id), [])
+        if r.answerable and not gold:
+            continue
+        d = decide(r.question, r.hits, model)
+        answer = NO_ANSWER if not d.answerable else extractive_answer(r, sentences)
+        abstained = answer == NO_ANSWER
+        right = not abstained and token_f1(answer, gold) >= 0.5
+        correct = right if r.answerable else abstained
+        out.append(Graded(row=r, decision=d, answer=answer, abstained=abstained, correct=correct))
+    return out
+
+
+def fit_confidence(graded: Sequence[Graded]) -> Logistic:
+    answered = [g for g in graded if not g.abstained]
+    x = np.array([answer_features(g.decision, g.row.question, g.answer) for g in answered])
+    y = np.array([float(g.correct) for g in answered])
+    return fit_xy(x, y, list(CONFIDENCE_FEATURES))
+
+
+def roc_auc(scores: Sequence[float], labels: Sequence[bool]) -> float | None:
+    """Probability that a right answer gets a higher confidence than a wrong one (ties: 1/2)."""
+    pos = [s for s, y in zip(scores, labels, strict=True) if y]
+    neg = [s for s, y in zip(scores, labels, strict=True) if not y]
+    if not pos or not neg:
+        return None
+    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
+    return round(wins / (len(pos) * len(neg)), 4)
+
+
+def confidence_report(model: Model, graded: Sequence[Graded]) -> dict[str, Any]:
+    scores = [
+        answer_confidence(g.decision, g.row.question, g.answer, g.abstained, model) or 0.0
+        for g in graded
+    ]
+    labels = [g.correct for g in graded]
+    bins: list[dict[str, float]] = []
+    for lo in np.linspace(0, 0.9, 10):
+        top = lo + 0.1 if lo < 0.85 else 1.01
+        sel = [y for s, y in zip(scores, labels, strict=True) if lo <= s < top]
+        if sel:
+            right = round(sum(sel) / len(sel), 4)
+            bins.append({"from": round(float(lo), 1), "n": len(sel), "right": right})
+    out: dict[str, Any] = {"n": len(graded), "right": round(sum(labels) / max(len(labels), 1), 4)}
+    out["roc_auc"] = roc_auc(scores, labels)
+    for suite in sorted({g.row.suite for g in graded}):
+        idx = [i for i, g in enumerate(graded) if g.row.suite == suite]
+        out[f"roc_auc.{suite}"] = roc_auc([scores[i] for i in idx], [labels[i] for i in idx])
+    out["reliability"] = bins
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=SHARED_DATA)
+    parser.add_argument("--config", default=None)
+    parser.add_argument("--suites", nargs="*", default=list(SUITES))
+    parser.add_argument("--signals", type=Path, help="write the computed signals here (JSONL)")
+    parser.add_argument("--from-signals", type=Path, help="refit from a --signals file")
+    parser.add_argument(
+        "--recompute", action="store_true", help="recompute the signals from the stored hits"
+    )
+    parser.add_argument("--max-false", type=float, default=0.06)
+    parser.add_argument("--model", type=Path, default=MODEL_PATH)
+    parser.add_argument("--report", type=Path, help="dev/test rates and curves (JSON)")
+    args = parser.parse_args(argv)
+    if args.from_signals:
+        dec = msgspec.json.Decoder(Row)
+        rows = [dec.decode(line) for line in args.from_signals.read_bytes().splitlines() if line]
+        if args.recompute:
+            for r in rows:
+                r.signals = compute(r.question, r.hits)
+    else:
+        rows = asyncio.run(collect(args.data, args.suites, args.config))
+        if args.signals:
+            args.signals.write_bytes(b"\n".join(msgspec.json.encode(r) for r in rows) + b"\n")
+    dev = [r for r in rows if r.split == "dev"]
+    test = [r for r in rows if r.split != "dev"]
+    english = [r for r in dev if r.lang == "en" and r.signals.dense_top > 0]
+    model = Model(
+        version=VERSION,
+        models={
+            "dense": fit(english, DENSE_FEATURES, args.max_false),
+            "lexical": fit(dev, LEXICAL_FEATURES, args.max_false),
+        },
+        fitted_on={"dev_questions": len(dev), "dense_questions": len(english)},
+        command="python -m evals.fit_answerability --data ../shared/data"
+        f" --max-false {args.max_false}",
+    )
+    golds = {
+        (name, q.id): list(q.answers)
+        for name in sorted({r.suite for r in rows} & {"clapnq", "xquad-en"})
+        for q in load_suite(name, data_dir=args.data).questions
+    }
+    sentences = load_settings(args.config).generator.max_sentences
+    model.confidence = fit_confidence(grade(model, dev, golds, sentences))
+    tested = grade(model, test, golds, sentences)
+    args.model.parent.mkdir(parents=True, exist_ok=True)
+    args.model.write_bytes(msgspec.json.format(msgspec.json.encode(model), indent=2) + b"\n")
+    report = {
+        "model": msgspec.to_builtins(model),
+        "dev": rates(model, dev),
+        "test": rates(model, test),
+        "test_curves": {s: curve(model, test, s) for s in ("clapnq", "docs")},
+        "confidence_dev": confidence_report(model, grade(model, dev, golds, sentences)),
+        "confidence_test": confidence_report(model, tested),
+    }
+    text = json.dumps(report, indent=2, ensure_ascii=False)
+    if args.report:
+        args.report.write_text(text + "\n")
+    brief = {k: report[k] for k in ("dev", "test", "confidence_dev", "confidence_test")}
+    json.dump(brief, sys.stdout, indent=1)
+    print()
+
+
+if __name__ == "__main__":
+    main()

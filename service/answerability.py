@@ -1,0 +1,266 @@
+"""Answerability: does the retrieved evidence answer the question? Decided before generating.
+
+Signals are cheap and already in hand after retrieval (no model run):
+- `dense_top`: the best raw cosine of the question and a hit (the fused score is a per-query
+  z-score or a rank and cannot be thresholded; the raw scores are in `Hit.scores`);
+- `bm25_per_term`: the best raw BM25 score over the number of distinct query terms (BM25 is
+  IDF-weighted: rare matched terms count more);
+- `coverage`: the share of the question's content terms found in the top passages;
+- `sentence_coverage`: the best single sentence's share of them (an answer is usually one
+  sentence that holds most of the question);
+- `rerank` when a reranker scored the hits.
+
+The packaged embedder knows English only, so its cosine is noise for a Hindi or Hinglish
+question: those are decided by a lexical model (no dense signal), calibrated separately. Both
+logistic models are fitted on the dev halves by `python -m evals.fit_answerability` and shipped
+as `service/data/answerability.json`; the threshold is chosen on dev for a bounded false
+abstention rate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+
+import msgspec
+import regex
+
+from service.index.fusion import DENSE_KEY, SPARSE_KEY
+from service.index.protocol import Hit
+from service.text.sentences import split_sentences
+from service.text.terms import match_terms
+from service.text.tokenize import bm25_terms, script_of, words
+
+_CITATION = regex.compile(r"\[\s*S\d+(?:\s*,\s*S\d+)*\s*\]")
+MODEL_PATH = Path(__file__).resolve().parent / "data" / "answerability.json"
+TOP_PASSAGES = 3
+
+# Romanized Hindi function words (Hinglish): never in English documentation, so they would
+# count as uncovered question terms; they also mark the question as Hinglish.
+HINGLISH_STOP = frozenset(
+    "kya kaise kaisa kaisi kyun kyon kaun kaunsa kaunsi kahan kab kitna kitne kitni hai hain tha"
+    " thi hota hoti hote karein karen kare karna karte karta karti kar kiya ke ki ka ko"
+    " se mein aur ya bhi toh ye yeh wo woh liye sath saath wala wali wale chahiye sakte sakta"
+    " sakti hum mujhe mera meri mere apna apne apni koi kuch jaise jab tak sabse nahi nahin diya"
+    " gaya raha rahe rahi batao bataiye".split()
+)
+# Hindi question words and auxiliaries beyond BM25's stop words: they say what is asked, not
+# what about, so they are not content terms (they match any Hindi page).
+HINDI_QUESTION_STOP = frozenset(
+    "कितना कितने कितनी किसने किसको किसका किसकी किसके कब कहां कहाँ कौनसा कौनसी कौन सा सी"
+    " होते होती होता हुआ हुई हुए जाता जाती जाते सबसे बहुत सकते सकता सकती चाहिए करें करूं"
+    " करूँ करे बनाएं बनाते बताएं मैं हम आप अपने".split()
+)
+# English function words BM25 keeps (possessives, quantifiers): not what a question is about.
+ENGLISH_QUESTION_STOP = frozenset(
+    "my me mine our ours us yours his hers any some all also just more most very much many"
+    " one get got".split()
+)
+_QUESTION_STOP = HINGLISH_STOP | HINDI_QUESTION_STOP | ENGLISH_QUESTION_STOP
+# Words of the list that are also English words never mark a question as Hinglish.
+_ALSO_ENGLISH = frozenset("ki ka ko ye wo hum tak raha kar koi".split())
+
+
+class Signals(msgspec.Struct, kw_only=True):
+    dense_top: float = 0.0
+    bm25_per_term: float = 0.0
+    coverage: float = 0.0
+    sentence_coverage: float = 0.0
+    rerank: float | None = None
+    terms: int = 0
+    lang: str = "en"
+    """`en`, `hi` (Devanagari) or `hinglish` (romanized Hindi), which decides the model."""
+
+    def features(self, names: Sequence[str]) -> list[float]:
+        return [_feature(self, n) for n in names]
+
+
+def _feature(s: Signals, name: str) -> float:
+    if name == "log_bm25_per_term":
+        return math.log1p(max(s.bm25_per_term, 0.0))
+    if name == "log_bm25":
+        return math.log1p(max(s.bm25_per_term, 0.0) * max(s.terms, 1))
+    if name == "log_terms":
+        return math.log1p(s.terms)
+    if name == "rerank":
+        return s.rerank if s.rerank is not None else 0.0
+    return float(getattr(s, name))
+
+
+def question_lang(question: str) -> str:
+    """`hi` for Devanagari, `hinglish` for romanized Hindi, else `en` (the embedder's)."""
+    script = script_of(question)
+    if script != "latin":
+        return "hi" if script == "devanagari" else "other"
+    ws = words(question)
+    if not ws:
+        return "en"
+    hindi = sum(w in HINGLISH_STOP and w not in _ALSO_ENGLISH for w in ws)
+    return "hinglish" if hindi >= 2 and hindi / len(ws) >= 0.2 else "en"
+
+
+def content_terms(text: str) -> set[str]:
+    """The question's stemmed content terms, without romanized Hindi function words."""
+    kept = (w for w in words(text) if w not in _QUESTION_STOP)
+    return set(bm25_terms(" ".join(kept)))
+
+
+def compute(question: str, hits: Sequence[Hit]) -> Signals:
+    """The signals of one question over its hits (best first)."""
+    q_terms = content_terms(question)
+    sig = Signals(terms=len(q_terms), lang=question_lang(question))
+    if not hits:
+        return sig
+    sig.dense_top = max(h.scores.get(DENSE_KEY, 0.0) for h in hits)
+    bm25 = max(h.scores.get(SPARSE_KEY, 0.0) for h in hits)
+    sig.bm25_per_term = bm25 / max(len(q_terms), 1)
+    reranked = [h.scores["rerank"] for h in hits if "rerank" in h.scores]
+    sig.rerank = max(reranked) if reranked else None
+    if not q_terms:
+        return sig
+    seen: set[str] = set()
+    best = 0
+    for h in hits[:TOP_PASSAGES]:
+        for sent in split_sentences(f"{h.title}\n{h.text}" if h.title else h.text):
+            found = q_terms & match_terms(sent)
+            seen |= found
+            best = max(best, len(found))
+    sig.coverage = len(seen) / len(q_terms)
+    sig.sentence_coverage = best / len(q_terms)
+    return sig
+
+
+class Logistic(msgspec.Struct, kw_only=True):
+    features: list[str]
+    mean: list[float]
+    scale: list[float]
+    coef: list[float]
+    intercept: float
+    threshold: float
+    """Abstain when p(answerable) < threshold (chosen on dev)."""
+
+    def probability(self, s: Signals) -> float:
+        return self.probability_of(s.features(self.features))
+
+    def probability_of(self, xs: Sequence[float]) -> float:
+        z = self.intercept
+        for x, m, sd, c in zip(xs, self.mean, self.scale, self.coef, strict=True):
+            z += c * (x - m) / sd
+        return 1.0 / (1.0 + math.exp(-max(min(z, 40.0), -40.0)))
+
+
+class Model(msgspec.Struct, kw_only=True):
+    version: str
+    models: dict[str, Logistic]
+    """`dense` (English questions) and `lexical` (Hindi, Hinglish, other scripts, or no dense
+    score: the embedder was late)."""
+    confidence: Logistic | None = None
+    """p(the answer is right: token F1 >= 0.5 against gold) for an answer that was given, from
+    `CONFIDENCE_FEATURES`; fitted on the dev halves too."""
+    fitted_on: dict[str, int] = msgspec.field(default_factory=dict)
+    command: str = ""
+
+    def pick(self, s: Signals) -> Logistic:
+        if s.lang == "en" and s.dense_top > 0 and "dense" in self.models:
+            return self.models["dense"]
+        return self.models["lexical"]
+
+
+class Decision(msgspec.Struct, kw_only=True):
+    answerable: bool
+    probability: float
+    """p(the evidence answers the question), from the calibrated model."""
+    model: str
+    signals: Signals
+
+
+@lru_cache(maxsize=4)
+def load_model(path: Path = MODEL_PATH) -> Model:
+    return msgspec.json.decode(path.read_bytes(), type=Model)
+
+
+def model_version(path: Path = MODEL_PATH) -> str:
+    """Changes whenever the shipped coefficients change (for answer cache keys)."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+    except FileNotFoundError:
+        return "none"
+
+
+def decide(question: str, hits: Sequence[Hit], model: Model | None = None) -> Decision:
+    model = model or load_model()
+    sig = compute(question, hits)
+    if not hits:
+        return Decision(answerable=False, probability=0.0, model="none", signals=sig)
+    logit = model.pick(sig)
+    p = logit.probability(sig)
+    name = "dense" if logit is model.models.get("dense") else "lexical"
+    return Decision(answerable=p >= logit.threshold, probability=p, model=name, signals=sig)
+
+
+CONFIDENCE_FEATURES = [
+    "logit_answerable",
+    "answer_coverage",
+    "log_answer_terms",
+    "sentences",
+    "factoid",
+    "dense_top",
+]
+_FACTOID = regex.compile(
+    r"^\s*(who|whom|whose|when|where|which|how (many|much|long|old|far|tall|big)|what (year|date|"
+    r"time|day|month|percentage|number|is the name)|in what|in which)\b",
+    regex.IGNORECASE,
+)
+
+
+def answer_features(decision: Decision, question: str, answer: str) -> list[float]:
+    """The inputs of the confidence model for an answer that was given."""
+    p = min(max(decision.probability, 1e-6), 1 - 1e-6)
+    q_terms = content_terms(question)
+    text = _CITATION.sub(" ", answer)
+    terms = match_terms(text)
+    coverage = len(q_terms & terms) / len(q_terms) if q_terms else 0.0
+    sentences = len(split_sentences(text)) if text.strip() else 0
+    factoid = float(bool(_FACTOID.match(question)))
+    return [
+        math.log(p / (1 - p)),
+        coverage,
+        math.log1p(len(bm25_terms(text))),
+        float(sentences),
+        factoid,
+        decision.signals.dense_top,
+    ]
+
+
+def answer_confidence(
+    decision: Decision | None,
+    question: str,
+    answer: str,
+    abstained: bool,
+    model: Model | None = None,
+) -> float | None:
+    """How likely the answer (or the abstention) is right, 0..1; None without a decision."""
+    if decision is None:
+        return None
+    if abstained:
+        return round(1.0 - decision.probability, 4)
+    model = model or load_model()
+    if model.confidence is None:
+        return round(decision.probability, 4)
+    xs = answer_features(decision, question, answer)
+    return round(model.confidence.probability_of(xs), 4)
+
+
+# A fixed, translatable message per language (the question's language decides).
+ABSTAIN_MESSAGES = {
+    "en": "The sources do not answer this question.",
+    "hi": "स्रोतों में इस प्रश्न का उत्तर नहीं है।",
+}
+
+
+def abstain_message(lang: str) -> str:
+    """The abstention message in the question's language (Hinglish readers get English)."""
+    return ABSTAIN_MESSAGES.get(lang, ABSTAIN_MESSAGES["en"])

@@ -1,0 +1,108 @@
+"""Sentence selection for the extractive answer: the sentences that answer, not padding.
+
+Each candidate unit (a sentence, or a whole code block, list or table) from the passages the
+generator sees is scored by the IDF-weighted share of the question's content terms it holds
+(identifiers split: `CORSMiddleware` holds "middleware"). IDF is local, over the candidates
+themselves, so a term every sentence shares (the page's topic) counts little and the term that
+singles out the answer counts most. A strong prior favours the passage the ranking trusts most,
+a small one early sentences. Selection is greedy: half of a sentence's score is what it adds
+over the terms already covered; it stops as soon as the question is covered instead of padding
+to the limit. The constants were chosen on the dev halves (CLAPnq F1, XQuAD-en containment).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+
+import msgspec
+
+from service.generate.protocol import Passage
+from service.text.markdown import units
+from service.text.terms import match_terms
+
+PASSAGE_PRIOR = 0.6
+POSITION_PRIOR = 0.02
+MIN_GAIN = 0.0
+"""A further sentence must add this share of the question's (weighted) terms (0: any it
+holds); chosen on the dev halves (CLAPnq F1, XQuAD containment), like the priors."""
+MARGINAL = 0.5
+"""Weight of the terms a sentence adds over those already covered (the rest: all it holds)."""
+COVERED = 0.9
+"""Stop once this share of the question's weight is covered."""
+
+
+class Candidate(msgspec.Struct, kw_only=True):
+    rank: int
+    pos: int
+    text: str
+    source: str
+    terms: frozenset[str]
+
+
+def candidates(passages: Sequence[Passage]) -> list[Candidate]:
+    out = []
+    for rank, p in enumerate(passages):
+        for pos, sent in enumerate(units(p.text)):
+            out.append(
+                Candidate(
+                    rank=rank, pos=pos, text=sent, source=p.id, terms=frozenset(match_terms(sent))
+                )
+            )
+    return out
+
+
+def term_weights(q_terms: set[str], cands: Sequence[Candidate]) -> dict[str, float]:
+    """Local IDF of each question term over the candidate sentences."""
+    n = len(cands)
+    df = Counter(t for c in cands for t in c.terms & q_terms)
+    return {t: math.log(1.0 + n / (1.0 + df[t])) for t in q_terms}
+
+
+def select(
+    question_terms: set[str], passages: Sequence[Passage], limit: int
+) -> list[tuple[str, str]]:
+    """(sentence, source id) pairs that answer, in the order chosen, at most `limit`."""
+    if not question_terms or limit <= 0:
+        return []
+    cands = candidates(passages)
+    weights = term_weights(question_terms, cands)
+    total = sum(weights.values()) or 1.0
+    covered: set[str] = set()
+    chosen: list[Candidate] = []
+    taken: set[int] = set()
+    after: set[tuple[int, int]] = set()  # (rank, pos) right after a chosen sentence
+    while len(chosen) < limit:
+        best: tuple[float, int] | None = None
+        for i, c in enumerate(cands):
+            if i in taken:
+                continue
+            matched = c.terms & question_terms
+            if not matched:
+                continue
+            gain = sum(weights[t] for t in matched - covered) / total
+            full = sum(weights[t] for t in matched) / total
+            follows = (c.rank, c.pos) in after
+            if chosen and gain < MIN_GAIN and not follows:
+                continue
+            score = (
+                MARGINAL * gain
+                + (1 - MARGINAL) * full
+                + PASSAGE_PRIOR / (1 + c.rank)
+                + POSITION_PRIOR / (1 + c.pos)
+            )
+            if follows:
+                score += MIN_GAIN
+            if best is None or score > best[0]:
+                best = (score, i)
+        if best is None:
+            break
+        pick = cands[best[1]]
+        taken.add(best[1])
+        chosen.append(pick)
+        covered |= pick.terms & question_terms
+        after.add((pick.rank, pick.pos + 1))
+        if sum(weights[t] for t in covered) / total >= COVERED:
+            break
+    return [(c.text, c.source) for c in chosen]

@@ -1,0 +1,17 @@
+"""Terms for matching a question against sentences: BM25's stemmed terms, with identifiers
+split too, so "enable CORS middleware" finds `CORSMiddleware` and `add_middleware`."""
+
+from __future__ import annotations
+
+import regex
+
+from service.text.tokenize import bm25_terms
+
+_CAMEL = regex.compile(r"\b[\p{L}\p{N}]*(?:\p{Ll}\p{Lu}|\p{Lu}\p{Lu}\p{Ll})[\p{L}\p{N}]*\b")
+_PARTS = regex.compile(r"\p{Lu}+(?=\p{Lu}\p{Ll})|\p{Lu}?\p{Ll}+|\p{Lu}+|\p{N}+")
+
+
+def match_terms(text: str) -> set[str]:
+    """Distinct stemmed terms of `text`, plus the parts of CamelCase identifiers."""
+    parts = [" ".join(_PARTS.findall(m.group())) for m in _CAMEL.finditer(text)]
+    return set(bm25_terms(f"{text} {' '.join(parts)}" if parts else text))

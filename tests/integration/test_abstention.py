@@ -1,0 +1,200 @@
+"""Abstention over the real embedder, Qdrant Edge and HTTP: an off-topic question gets
+`done.abstained` and the fixed message in its own language; a question the docs answer does not,
+in English and in Hindi (stream, stream=false and chat completions)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from service.answerability import abstain_message
+from tests.helpers import auth, index_files, make_key, sse_events, write
+
+pytestmark = [pytest.mark.integration, pytest.mark.e2e]
+
+CORS_EN = """# CORS (Cross-Origin Resource Sharing)
+
+CORS refers to the situations when a frontend running in a browser has JavaScript code that
+communicates with a backend, and the backend is in a different origin than the frontend.
+
+## Use CORSMiddleware
+
+You can configure CORS in your FastAPI application using the `CORSMiddleware`.
+Import `CORSMiddleware`, create a list of allowed origins, and add it as a middleware to your
+application with `app.add_middleware`.
+"""
+
+TASKS_EN = """# Background Tasks
+
+You can define background tasks to be run after returning a response.
+This is useful for operations that need to happen after a request, but that the client doesn't
+have to be waiting for, like sending an email notification.
+Declare a parameter of type `BackgroundTasks` in your path operation function and call
+`add_task()` with the task function.
+"""
+
+CORS_HI = """# CORS (क्रॉस-ओरिजिन रिसोर्स शेयरिंग)
+
+CORS उन स्थितियों को कहते हैं जब ब्राउज़र में चल रहा फ्रंटएंड किसी दूसरे ओरिजिन वाले बैकएंड से बात करता है।
+
+## CORSMiddleware का उपयोग करें
+
+आप अपने FastAPI एप्लिकेशन में `CORSMiddleware` का उपयोग करके CORS को कॉन्फ़िगर कर सकते हैं।
+`CORSMiddleware` इम्पोर्ट करें, अनुमत ओरिजिन की सूची बनाएं और इसे मिडलवेयर के रूप में जोड़ें।
+"""
+
+TASKS_HI = """# बैकग्राउंड टास्क
+
+आप रिस्पॉन्स लौटाने के बाद चलने वाले बैकग्राउंड टास्क परिभाषित कर सकते हैं।
+यह उन कामों के लिए उपयोगी है जिनका इंतज़ार क्लाइंट को नहीं करना चाहिए, जैसे ईमेल सूचना भेजना।
+अपने पाथ ऑपरेशन फ़ंक्शन में `BackgroundTasks` प्रकार का पैरामीटर घोषित करें।
+"""
+
+
+# Other pages of the same site: a documentation tenant has more than the two pages asked about
+# (BM25's IDF needs a collection to be meaningful).
+OTHER_PAGES = {
+    "path-params": "You can declare path parameters with the same syntax used by Python format "
+    "strings. The value of the path parameter item_id will be passed to your function.",
+    "query-params": "When you declare other function parameters that are not part of the path "
+    "parameters, they are automatically interpreted as query parameters.",
+    "request-body": "A request body is data sent by the client to your API. To declare a request "
+    "body, you use Pydantic models.",
+    "testing": "Use the TestClient to test your application. Create a TestClient by passing your "
+    "application to it and call it like you would call requests.",
+    "docker": "Build a container image with a Dockerfile that installs the requirements and runs "
+    "the application with the fastapi command.",
+    "security": "OAuth2 with password flow and bearer tokens: the client sends the username and "
+    "password and gets a token back.",
+    "static-files": "You can serve static files automatically from a directory using "
+    "StaticFiles, mounted on a path of the application.",
+    "websockets": "You can use WebSockets in your application: declare a websocket endpoint, "
+    "accept the connection, then receive and send messages.",
+    "settings": "Read settings from environment variables with Pydantic Settings: declare a "
+    "class with the fields and their default values.",
+    "errors": "To return HTTP responses with errors to the client you use HTTPException, for "
+    "example with the status code 404 when an item is not found.",
+}
+
+
+@pytest.fixture(scope="module")
+async def docs_key(runtime: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    root = tmp_path_factory.mktemp("abstain-docs")
+    write(root, "en/cors.md", CORS_EN)
+    write(root, "en/background-tasks.md", TASKS_EN)
+    write(root, "hi/cors.md", CORS_HI)
+    write(root, "hi/background-tasks.md", TASKS_HI)
+    for name, text in OTHER_PAGES.items():
+        write(root, f"en/{name}.md", f"# {name.replace('-', ' ').title()}\n\n{text}\n")
+    summary = await index_files(runtime, "abstain-docs", root, public=True)
+    assert summary.failed == 0 and summary.added == 4 + len(OTHER_PAGES), summary.errors
+    return await make_key(runtime, "abstain-docs", "uma", [])
+
+
+@pytest.mark.parametrize(
+    ("question", "lang"),
+    [
+        ("What is the capital of France?", "en"),
+        ("Who won the football world cup in 2018?", "en"),
+        ("फ्रांस की राजधानी क्या है?", "hi"),
+        ("चॉकलेट केक बनाने की विधि क्या है?", "hi"),
+    ],
+)
+async def test_off_topic_question_abstains_in_its_language(
+    http: httpx.AsyncClient, docs_key: str, question: str, lang: str
+) -> None:
+    events = await sse_events(http, docs_key, {"query": question})
+    done = events[-1][1]
+    assert events[-1][0] == "done"
+    assert done["abstained"] is True, done
+    assert done["answer"] == abstain_message(lang)
+    assert "".join(d["text"] for n, d in events if n == "token") == done["answer"]
+    assert done["citations"] == [] and done["usage"]["generator"] == "abstain"
+    assert 0.5 <= done["confidence"] <= 1.0
+
+    resp = await http.post(
+        "/v1/answer", json={"query": question, "stream": False}, headers=auth(docs_key)
+    )
+    assert resp.status_code == 200
+    body = resp.json()
+    assert body["abstained"] is True and body["answer"] == abstain_message(lang)
+
+
+@pytest.mark.parametrize(
+    ("question", "word"),
+    [
+        ("How do I enable CORS in my application?", "CORSMiddleware"),
+        ("How can I run a task after returning a response?", "background"),
+        ("मैं अपने एप्लिकेशन में CORS कैसे कॉन्फ़िगर करूं?", "CORSMiddleware"),
+        ("रिस्पॉन्स लौटाने के बाद बैकग्राउंड टास्क कैसे चलाएं?", "बैकग्राउंड"),
+    ],
+)
+async def test_answerable_question_is_answered(
+    http: httpx.AsyncClient, docs_key: str, question: str, word: str
+) -> None:
+    events = await sse_events(http, docs_key, {"query": question})
+    done = events[-1][1]
+    assert done["abstained"] is False, done
+    assert word in done["answer"] and done["citations"]
+    assert done["answer"] not in {abstain_message("en"), abstain_message("hi")}
+    assert 0.0 <= done["confidence"] <= 1.0
+
+
+async def test_chat_completions_carry_the_abstention(
+    http: httpx.AsyncClient, docs_key: str
+) -> None:
+    body = {"model": "ragline", "messages": [{"role": "user", "content": "फ्रांस की राजधानी क्या है?"}]}
+    resp = await http.post("/v1/chat/completions", json=body, headers=auth(docs_key))
+    assert resp.status_code == 200, resp.text
+    out = resp.json()
+    assert out["ragline"]["abstained"] is True
+    assert out["choices"][0]["message"]["content"] == abstain_message("hi")
+
+    async with http.stream(
+        "POST", "/v1/chat/completions", json={**body, "stream": True}, headers=auth(docs_key)
+    ) as stream:
+        raw = (await stream.aread()).decode()
+    chunks = [
+        json.loads(line[6:])
+        for line in raw.splitlines()
+        if line.startswith("data: ") and line != "data: [DONE]"
+    ]
+    final = [c for c in chunks if c.get("ragline")]
+    assert final and final[-1]["ragline"]["abstained"] is True
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
+    assert text == abstain_message("hi")
+
+
+async def test_translations_collapse_to_the_question_language(
+    http: httpx.AsyncClient, docs_key: str
+) -> None:
+    """en/cors.md and hi/cors.md are one page in two languages: one source, in the question's."""
+    english = await sse_events(
+        http, docs_key, {"query": "How do I enable CORS with CORSMiddleware?"}
+    )
+    docs = [s["doc_id"] for s in english[1][1]["sources"]]
+    assert docs[0] == "en/cors.md" and "hi/cors.md" not in docs
+    hindi = await sse_events(http, docs_key, {"query": "CORSMiddleware का उपयोग कैसे करें?"})
+    docs = [s["doc_id"] for s in hindi[1][1]["sources"]]
+    assert docs[0] == "hi/cors.md" and "en/cors.md" not in docs
+
+
+async def test_lang_is_a_filter(http: httpx.AsyncClient, docs_key: str) -> None:
+    for lang in ("hi", "en"):
+        resp = await http.post(
+            "/v1/search",
+            json={"query": "CORSMiddleware", "filters": {"lang": lang}, "top_k": 20},
+            headers=auth(docs_key),
+        )
+        assert resp.status_code == 200, resp.text
+        results = resp.json()["results"]
+        assert results and {r["lang"] for r in results} == {lang}
+    resp = await http.post(
+        "/v1/search",
+        json={"query": "CORS", "filters": {"lang": {"gte": 1}}},
+        headers=auth(docs_key),
+    )
+    assert resp.status_code == 422 and resp.json()["code"] == "invalid_filter"

@@ -1,0 +1,106 @@
+from __future__ import annotations
+
+import pytest
+
+from service.generate.extractive import pick_sentences, render
+from service.generate.protocol import Passage
+from service.ingest.chunking import chunk_document
+from service.text.markdown import blocks, strip_directives, units
+
+pytestmark = pytest.mark.unit
+
+
+def test_the_sentence_with_the_distinguishing_term_wins() -> None:
+    passages = [
+        Passage(
+            id="S1",
+            title="CORS",
+            text=(
+                "An origin is the combination of protocol, domain and port. "
+                "CORS refers to situations when a frontend calls a backend in another origin. "
+                "You can configure it in your application using the CORSMiddleware. "
+                "The origin of a request is sent by the browser."
+            ),
+        )
+    ]
+    picked = pick_sentences("How do I enable CORS with the middleware?", passages, 3)
+    assert picked[0] == ("You can configure it in your application using the CORSMiddleware.", "S1")
+
+
+def test_no_padding_when_one_sentence_covers_the_question() -> None:
+    passages = [
+        Passage(id="S1", title="", text="Deploys happen on Tuesday. Parking is free."),
+        Passage(id="S2", title="", text="Deploys are fun. Deploys are logged."),
+    ]
+    assert pick_sentences("When do deploys happen?", passages, 3) == [
+        ("Deploys happen on Tuesday.", "S1")
+    ]
+
+
+def test_trusted_passage_wins_a_tie_and_nothing_matches_gives_nothing() -> None:
+    passages = [
+        Passage(id="S1", title="", text="Keys rotate monthly."),
+        Passage(id="S2", title="", text="Keys rotate monthly too."),
+    ]
+    assert pick_sentences("How often do keys rotate?", passages, 3)[0][1] == "S1"
+    assert pick_sentences("quantum chromodynamics", passages, 3) == []
+
+
+def test_a_second_sentence_must_add_question_terms() -> None:
+    passages = [
+        Passage(
+            id="S1",
+            title="",
+            text="The office opens at nine. The cafeteria opens at noon. Parking is free.",
+        )
+    ]
+    picked = pick_sentences("When do the office and the cafeteria open?", passages, 3)
+    assert [s for s, _ in picked] == ["The office opens at nine.", "The cafeteria opens at noon."]
+
+
+def test_mkdocs_include_directives_are_removed() -> None:
+    md = "Use it:\n\n{* ../../docs_src/cors/tutorial001_py310.py hl[2,6:11] *}\n\nThen run.\n"
+    assert strip_directives(md) == "Use it:\n\n\n\nThen run.\n"
+    assert strip_directives('--8<-- "snippet.md"\ntext') == "\ntext"
+
+
+MD = """Install it first.
+
+```console
+$ pip install "fastapi[standard]"
+
+$ fastapi dev main.py
+```
+
+You can declare:
+
+- a path parameter
+- a query parameter
+
+Then run it. It reloads on changes."""
+
+
+def test_blocks_keep_code_lists_and_prose_apart() -> None:
+    kinds = [k for k, _ in blocks(MD)]
+    assert kinds == ["para", "code", "para", "list", "para"]
+    assert blocks(MD)[1][1].count("\n") == 4  # the blank line inside the fence stays
+    assert units(MD)[-2:] == ["Then run it.", "It reloads on changes."]
+
+
+def test_extractive_answer_keeps_a_code_block_and_a_list() -> None:
+    code = '```console\n$ pip install "fastapi[standard]"\n```'
+    text = render([("Install it first.", "S1"), (code, "S1"), ("- a\n- b", "S2")])
+    assert text == f"Install it first. [S1]\n\n{code}\n[S1]\n\n- a\n- b\n[S2]"
+
+
+def test_chunks_keep_markdown_blocks_on_their_own_lines() -> None:
+    chunks = chunk_document(
+        MD, title="T", markdown=True, count_tokens=lambda ts: [len(t.split()) + 2 for t in ts]
+    )
+    assert len(chunks) == 1
+    text = chunks[0].text
+    assert (
+        '\n\n```console\n$ pip install "fastapi[standard]"\n\n$ fastapi dev main.py\n```\n\n'
+        in text
+    )
+    assert "\n\n- a path parameter\n- a query parameter\n\n" in text

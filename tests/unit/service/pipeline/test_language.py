@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+import pytest
+
+from service.index.protocol import Hit
+from service.pipeline.language import prefer_language, translation_key_of
+
+pytestmark = pytest.mark.unit
+
+
+def _hit(doc_id: str, lang: str, **meta: str) -> Hit:
+    return Hit(id=doc_id, doc_id=doc_id, chunk_ix=0, score=1.0, text="t", lang=lang, metadata=meta)
+
+
+def test_translation_key_ignores_the_language_folder() -> None:
+    langs = {"en", "hi"}
+    assert translation_key_of("docs/en/tutorial/cors.md", langs) == "docs/*/tutorial/cors.md"
+    assert translation_key_of("hi/docs/cors.md", langs) == "*/docs/cors.md"
+    assert translation_key_of("docs/api/cors.md", langs) == "docs/api/cors.md"
+
+
+def test_one_source_per_translation_in_the_question_language() -> None:
+    hits = [
+        _hit("hi/docs/cors.md", "hi"),
+        _hit("en/docs/cors.md", "en"),
+        _hit("en/docs/tasks.md", "en"),
+        _hit("hi/docs/other.md", "hi"),
+    ]
+    english = [h.doc_id for h in prefer_language("How do I enable CORS?", hits)]
+    assert english == ["en/docs/cors.md", "en/docs/tasks.md", "hi/docs/other.md"]
+    hindi = [h.doc_id for h in prefer_language("CORS कैसे सक्षम करें?", hits)]
+    assert hindi == ["hi/docs/cors.md", "hi/docs/other.md", "en/docs/tasks.md"]
+
+
+def test_front_matter_translation_of_groups_documents() -> None:
+    hits = [
+        _hit("guia.md", "hi", translation_of="guide.md"),
+        _hit("guide.md", "en"),
+    ]
+    assert [h.doc_id for h in prefer_language("Where is the guide?", hits)] == ["guide.md"]
+    assert [h.doc_id for h in prefer_language("गाइड कहाँ है?", hits)] == ["guia.md"]
