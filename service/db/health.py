@@ -36,6 +36,7 @@ OUTAGE_ERRORS: tuple[type[BaseException], ...] = (
     asyncpg.PostgresConnectionError,
     asyncpg.InterfaceError,
     asyncpg.exceptions.OperatorInterventionError,  # shutting down, cannot connect now
+    asyncpg.exceptions.InternalClientError,  # a connection left mid-operation by a dying server
 )
 """What an unreachable, dying or hung server raises (a bad query is none of these)."""
 _TERMINATE_ON: tuple[type[BaseException], ...] = (*OUTAGE_ERRORS, asyncio.CancelledError)
