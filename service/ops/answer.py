@@ -14,9 +14,9 @@ from service.config import Settings
 from service.errors import ErrorEvent, InvalidRequest, RaglineError, UpstreamError
 from service.generate.caps import output_cap
 from service.identity import Principal
-from service.index.filters import FilterSpec, parse_filters
+from service.index.filters import FilterSpec
 from service.ops.caller import Caller
-from service.ops.steps import admit, bounded_top_k, require_text
+from service.ops.steps import admit, bounded_filters, bounded_top_k, require_text
 from service.pipeline.chat import Turn, condense
 from service.pipeline.events import Done, Event, Source, Sources
 from service.pipeline.operation import ANSWER, CHAT
@@ -153,7 +153,7 @@ class AnswerService:
         context: str,
     ) -> AnswerRun:
         s = self.settings
-        filters = parse_filters(args.filters, s.retrieval.metadata_fields)
+        filters = bounded_filters(s, args.filters)
         max_tokens = output_cap(s.generator, caller.tenant_id, args.max_tokens)
         key = args.idempotency_key
         started: Started = await self.answers.prepare(
