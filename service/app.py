@@ -8,10 +8,11 @@ from contextlib import asynccontextmanager
 from litestar import Litestar
 from litestar.config.cors import CORSConfig
 from litestar.exceptions import HTTPException
+from litestar.middleware.base import DefineMiddleware
 
 from service.admission.middleware import AdmissionMiddleware
 from service.api.admin_routes import admin_handlers
-from service.api.auth import KeyCache
+from service.api.auth import KeyCache, identify
 from service.api.docs import openapi_config, swagger_assets
 from service.api.feedback_routes import feedback
 from service.api.index_routes import index_handlers
@@ -34,10 +35,15 @@ from service.ui.routes import ui_handlers
 
 
 def create_app(
-    settings: Settings, runtime: Runtime | None = None, telemetry: Telemetry | None = None
+    settings: Settings,
+    runtime: Runtime | None = None,
+    telemetry: Telemetry | None = None,
+    *,
+    owns_runtime: bool = False,
 ) -> Litestar:
     """Build the app; it opens its own runtime unless one is given (tests share one), and its
-    own telemetry from `settings.telemetry` unless one is given (tests capture spans)."""
+    own telemetry from `settings.telemetry` unless one is given (tests capture spans). A given
+    runtime is closed with the app only when `owns_runtime` (`ragline serve` opens it first)."""
     tel = telemetry or Telemetry(settings)
 
     @asynccontextmanager
@@ -68,7 +74,7 @@ def create_app(
             await app.state.auth_watch.close()
             if app.state.key_cache.jwt is not None:
                 await app.state.key_cache.jwt.close()
-            if runtime is None:
+            if runtime is None or owns_runtime:
                 await rt.close()
 
     app = Litestar(
@@ -89,7 +95,7 @@ def create_app(
             swagger_assets(),
         ],
         lifespan=[lifespan],
-        middleware=[AdmissionMiddleware],
+        middleware=[DefineMiddleware(AdmissionMiddleware, identify=identify)],
         exception_handlers={
             RaglineError: ragline_error_handler,
             HTTPException: http_error_handler,

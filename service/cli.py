@@ -7,14 +7,12 @@ Exit codes: 0 ok, 1 failure, 2 bad usage, 3 a quality or latency gate not met.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 from typing import Any
 
-import uvicorn
-
-from service.app import create_app
 from service.cli_identity import identity_commands, revoke_recorded
 from service.cli_support import command_group, emit, on_db, run_async, with_pool
 from service.config import ConfigError, Settings, load_settings
@@ -28,8 +26,8 @@ from service.db.keys import (
 )
 from service.db.tenants import create_tenant, list_tenants
 from service.errors import RaglineError
-from service.local_server import announce, withdraw
 from service.runtime import limit_native_threads
+from service.server import serve
 from service.telemetry import logs
 
 Command = Callable[[argparse.Namespace, Settings], int]
@@ -41,25 +39,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     logs.install(settings.telemetry.log_format, settings.telemetry.log_level)
     host = args.host or settings.server.host
     port = args.port or settings.server.port
-    app = create_app(settings)
-    local = None
-    if settings.index.backend == "edge":  # CLI commands on this state dir go through us
-        local = announce(settings.state_dir, host, port)
-        app.state.local_token = local.token
-    print(f"Ragline serving on http://{host}:{port}", flush=True)
-    try:
-        uvicorn.run(
-            app,
-            host=host,
-            port=port,
-            log_level="warning",
-            access_log=False,
-            log_config=None,  # uvicorn's lines go through the redacting JSON handler too
-        )
-    finally:
-        if local is not None:
-            withdraw(settings.state_dir, local)
-    return 0
+    return asyncio.run(serve(settings, host, port))
 
 
 def cmd_tenants_create(args: argparse.Namespace, settings: Settings) -> int:

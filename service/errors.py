@@ -145,6 +145,14 @@ class PayloadTooLarge(ClientError):
     title = "Request body too large"
 
 
+class RequestTimeout(ClientError):
+    """The client did not send its whole body in time (`server.body_timeout_ms`)."""
+
+    status = 408
+    code = "body_timeout"
+    title = "Request body not received in time"
+
+
 class InvalidRequest(ClientError):
     status = 422
     code = "invalid_request"
@@ -178,6 +186,13 @@ class UpstreamError(RaglineError):
     code = "dependency_unavailable"
     title = "A dependency is unavailable"
     retry_after = 2.0
+
+    def __init__(
+        self, message: str, *, code: str | None = None, retry_after: float | None = None
+    ) -> None:
+        super().__init__(message, code=code)
+        if retry_after is not None:
+            self.retry_after = retry_after
 
 
 class DeadlineExceeded(RaglineError):

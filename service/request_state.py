@@ -12,6 +12,8 @@ from typing import Any
 
 from litestar.types import Scope
 
+from service.identity import Principal
+
 _KEY = "ragline"
 
 
@@ -23,6 +25,8 @@ class RequestState:
     """The admission class (`interactive` or `batch`, from `X-Ragline-Class`)."""
     tenant_admitted: bool = False
     """Admission already checked the tenant's limit (the key was in the key cache)."""
+    principal: Principal | None = None
+    """Who the request is, once admission identified it (before reading the body)."""
     response_status: int = 0
     """The status the response started with (0: none yet), noted by the request-id middleware."""
     response_complete: bool = False

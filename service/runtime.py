@@ -12,7 +12,9 @@ composes the request path explicitly, each cache in front of the part it caches:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,7 @@ import asyncpg
 
 from service.admission.buckets import TenantLimiter
 from service.admission.gate import AdmissionGate
+from service.admission.guard import ClientGuard
 from service.cache.answers import CachingPipeline
 from service.cache.embeddings import CachingEmbedder
 from service.cache.keys import Keys
@@ -27,7 +30,8 @@ from service.cache.retrieval import CachingRetriever
 from service.cache.shared import Caching
 from service.cache.stats import Stats
 from service.config import ConfigError, Settings
-from service.db.pool import open_pool
+from service.db.health import Database
+from service.db.pool import embedded_restarter, open_pool
 from service.embed.batcher import MicroBatcher
 from service.embed.loader import load_embedder
 from service.embed.protocol import Embedder
@@ -83,6 +87,7 @@ def open_index(settings: Settings, dim: int) -> VectorIndex:
         settings.index.collection,
         spec,
         api_key=settings.index.qdrant_api_key,
+        timeout_s=settings.index.timeout_ms / 1000,
     )
 
 
@@ -105,14 +110,21 @@ class Runtime:
     ) -> None:
         self.settings = settings
         self.pool = pool
+        # the request path reaches PostgreSQL through `db`: a deadline on every call, 503 +
+        # Retry-After when it is down, one log line per state change (service/db/health.py)
+        self.db = Database(pool, timeout_ms=settings.database.timeout_ms)
         self.index = index
         self.embedder = embedder
         self.stats = Stats()
+        self.stats.gauge("postgres_up", lambda: float(self.db.up))
+        self.draining = False
+        """Set on SIGTERM: `/readyz` is not ready and new `/v1/` requests get 503."""
+        self._monitor: asyncio.Task[None] | None = None
         c, e = settings.cache, settings.embedder
         # caches (L1 + Redis L2), coalescing, idempotency: the shared parts, then each wrapper
         # in front of the part it caches (service/cache/)
         self.caching = Caching(
-            settings, pool, self.stats, keys=Keys.for_runtime(settings, embedder.name)
+            settings, self.db, self.stats, keys=Keys.for_runtime(settings, embedder.name)
         )
         self.batcher = MicroBatcher(embedder, max_batch=e.max_batch, max_wait_ms=e.max_wait_ms)
         query_embedder: QueryEmbedder = self.batcher
@@ -167,10 +179,13 @@ class Runtime:
             else None
         )
         self.limiter = TenantLimiter(settings.limits, self.caching.redis, self.stats)
+        # before any slot: failed authentications per address, requests per key and tenant
+        self.guard = ClientGuard(settings.admission, self.stats)
+        self.key_lookups = asyncio.Semaphore(settings.admission.auth_lookups)
         # the operations, transport-free: the routes and the in-process evals call these
         self.answer_service = AnswerService(self.answers, settings, self.limiter)
         self.search_service = SearchService(self.retriever, settings, self.limiter)
-        self.index_service = IndexService(pool, index, embedder, settings)
+        self.index_service = IndexService(pool, index, embedder, settings, db=self.db)
 
     @classmethod
     async def open(cls, settings: Settings, *, embedder: Embedder | None = None) -> Runtime:
@@ -199,9 +214,24 @@ class Runtime:
         rt = cls(settings, pool, index, embedder, router, reranker)
         rt.batcher.start()
         await rt.caching.start()
+        rt.watch_database(restart=embedded_restarter(settings))
         return rt
 
+    def watch_database(self, restart: Callable[[], None] | None = None) -> None:
+        """Probe PostgreSQL in the background (`database.probe_interval_ms`) so an outage is
+        noticed, logged and, for the embedded server Ragline owns, repaired without waiting
+        for a request."""
+        self.db.restart = restart
+        self._monitor = asyncio.get_running_loop().create_task(
+            self.db.monitor(self.settings.database.probe_interval_ms / 1000)
+        )
+
     async def close(self) -> None:
+        if self._monitor is not None:
+            self._monitor.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._monitor
+        await self.db.close()
         self.pipeline.grounder.close()
         await self.answers.close()
         await self.caching.close()

@@ -10,7 +10,8 @@ from litestar import MediaType, Request, Response
 from litestar.exceptions import HTTPException, NotFoundException
 
 from service import telemetry
-from service.errors import PROBLEM_JSON, HttpProblem, RaglineError
+from service.db.health import OUTAGE_ERRORS
+from service.errors import PROBLEM_JSON, HttpProblem, RaglineError, UpstreamError
 from service.request_state import RequestState
 
 log = logging.getLogger("ragline.api")
@@ -58,6 +59,11 @@ def from_http(exc: HTTPException) -> RaglineError:
 def from_unexpected(request: Request[Any, Any, Any], exc: Exception) -> RaglineError:
     """An unexpected exception, logged (with the request id), as a bare internal error."""
     rid = RequestState.from_scope(request.scope).request_id
+    if isinstance(exc, OUTAGE_ERRORS):
+        # a dependency dropped a connection outside the guarded paths (service/db/health.py
+        # logs the state change): the client gets the same clean 503 as everywhere else
+        log.warning("dependency unavailable (%s) request_id=%s", type(exc).__name__, rid)
+        return UpstreamError("a dependency is unavailable; retry shortly")
     log.error("unexpected error %s request_id=%s", type(exc).__name__, rid, exc_info=exc)
     return RaglineError("an unexpected error occurred; it was logged")
 

@@ -105,14 +105,13 @@ async def healthz() -> dict[str, str]:
 async def readyz(state: State) -> Response[bytes]:
     rt: Runtime = state.runtime
     checks: dict[str, bool] = {"embedder": rt.embedder is not None}
-    try:
-        async with rt.pool.acquire(timeout=1) as conn:
-            checks["database"] = await conn.fetchval("SELECT 1") == 1
-    except Exception:
-        checks["database"] = False
+    # a database known to be down is not probed again here (its watcher does that)
+    checks["database"] = rt.db.up and await rt.db.probe()
     checks["index"] = await rt.index.healthy()
-    ready = all(checks.values())
+    ready = all(checks.values()) and not rt.draining
     body: dict[str, Any] = {"status": "ready" if ready else "not_ready", "checks": checks}
+    if rt.draining:
+        body["draining"] = True  # shutting down: send new requests elsewhere
     # Redis is optional: when down, L1 and local limits serve; it degrades, never fails, readiness
     body["redis"] = rt.caching.redis_state()
     return Response(

@@ -8,8 +8,6 @@ the retriever, `CachingPipeline` in front of the answer pipeline.
 
 from __future__ import annotations
 
-import asyncpg
-
 from service.cache.flights import RemoteFlights
 from service.cache.idempotency import IdempotencyStore
 from service.cache.keys import Keys
@@ -18,16 +16,17 @@ from service.cache.stats import Stats
 from service.cache.store import L1Cache, TieredCache
 from service.cache.visibility import VisibilityResolver
 from service.config import Settings
+from service.db.health import Database
 
 
 class Caching:
-    def __init__(self, settings: Settings, pool: asyncpg.Pool, stats: Stats, *, keys: Keys) -> None:
+    def __init__(self, settings: Settings, db: Database, stats: Stats, *, keys: Keys) -> None:
         c = settings.cache
         self.redis = RedisLink(settings.redis, stats) if settings.redis.url else None
         self.cache = TieredCache(L1Cache(c.l1_max_entries, c.l1_max_bytes), self.redis, stats)
         self.keys = keys
         self.visibility = VisibilityResolver(
-            pool, ttl_s=c.visibility_ttl_s, timeout_ms=c.version_timeout_ms, stats=stats
+            db, ttl_s=c.visibility_ttl_s, timeout_ms=c.version_timeout_ms, stats=stats
         )
         self.idempotency = IdempotencyStore(
             self.redis,

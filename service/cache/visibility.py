@@ -30,6 +30,8 @@ import asyncpg
 import msgspec
 
 from service.cache.stats import Stats
+from service.db.health import Database
+from service.errors import UpstreamError
 from service.identity import Principal, visibility_fingerprint
 
 VERSION_SQL = "SELECT index_version FROM tenants WHERE tenant_id = $1"
@@ -42,6 +44,7 @@ SEES_ALL_SQL = (
     " AND status = 'indexed' AND acl && $3::text[]"
 )
 _MAX_TENANT_VERSIONS = 10_000
+_UNREADABLE = (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError, UpstreamError)
 
 
 class View(msgspec.Struct, frozen=True, kw_only=True):
@@ -54,10 +57,8 @@ class View(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class VisibilityResolver:
-    def __init__(
-        self, pool: asyncpg.Pool, *, ttl_s: float, timeout_ms: float, stats: Stats
-    ) -> None:
-        self.pool = pool
+    def __init__(self, db: Database, *, ttl_s: float, timeout_ms: float, stats: Stats) -> None:
+        self.db = db
         self.ttl_s = ttl_s
         self.timeout_s = timeout_ms / 1000
         self.stats = stats
@@ -69,7 +70,7 @@ class VisibilityResolver:
         try:
             async with asyncio.timeout(self.timeout_s):
                 version, idents = await self._read(tenant)
-        except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+        except _UNREADABLE:
             self.stats.inc("cache_bypass", reason="index_version_unreadable")
             return None
         effective = principal.identities & idents
@@ -88,17 +89,17 @@ class VisibilityResolver:
         if not ids:
             return True
         try:
-            async with asyncio.timeout(self.timeout_s), self.pool.acquire() as conn:
+            async with asyncio.timeout(self.timeout_s), self.db.acquire() as conn:
                 visible = await conn.fetchval(
                     SEES_ALL_SQL, principal.tenant_id, ids, sorted(principal.identities)
                 )
-        except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+        except _UNREADABLE:
             self.stats.inc("cache_bypass", reason="visibility_unreadable")
             return False
         return int(visible) == len(ids)
 
     async def _read(self, tenant: str) -> tuple[int, frozenset[str]]:
-        async with self.pool.acquire() as conn:
+        async with self.db.acquire() as conn:
             version = int(await conn.fetchval(VERSION_SQL, tenant) or 0)
             cached = self._acl.get((tenant, version))
             if cached is not None and cached[0] > time.monotonic():

@@ -30,6 +30,18 @@ class ServerSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """TCP port of the HTTP server."""
     max_body_bytes: int = 1_000_000
     """Largest accepted request body; larger bodies get 413."""
+    body_timeout_ms: PositiveFloat = 10_000.0
+    """A `/v1/` request's whole body must arrive within this, counted from its headers, or it
+    gets 408 `body_timeout`. The body is read after authentication and before admission, so a
+    slow sender holds no admission slot meanwhile."""
+    shutdown_drain_ms: NonNegativeFloat = 2_000.0
+    """On SIGTERM: how long `/readyz` says not-ready (and new `/v1/` requests get 503
+    `shutting_down` with Retry-After) before the listener closes, so load balancers stop
+    sending first."""
+    shutdown_grace_ms: NonNegativeFloat = 30_000.0
+    """On SIGTERM, after the drain: how long in-flight requests (streams included) may take to
+    finish before they are cancelled; then usage records flush and the index and PostgreSQL
+    close."""
     cors_origins: list[Origin] = msgspec.field(default_factory=list)
     """Browser origins (`https://chat.example.com`) allowed to call the API cross-origin, or
     `["*"]` for any; empty (the default): no CORS headers, so only same-origin pages (the chat
@@ -48,6 +60,16 @@ class DatabaseSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     """Connections opened at start-up."""
     pool_max: Positive = 8
     """Upper bound of the connection pool."""
+    timeout_ms: PositiveFloat = 1_000.0
+    """Deadline of each request-path PostgreSQL call (key lookup, index version, registry),
+    pool wait included; a miss (or a refused connection) is a 503 `dependency_unavailable`
+    with Retry-After, and marks the database down until a probe answers."""
+    connect_timeout_ms: PositiveFloat = 5_000.0
+    """Deadline of opening one connection (also at start-up: a server that does not answer
+    stops `ragline serve` with a message instead of a hang)."""
+    probe_interval_ms: PositiveFloat = 1_000.0
+    """How often the service checks PostgreSQL while it is up (`SELECT 1`); while down it
+    checks twice as often, and in embedded mode restarts the server it owns if it died."""
 
 
 class RedisSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -114,6 +136,20 @@ class AdmissionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     """A batch request queues only if its predicted wait is within this."""
     batch_max_queue_wait_ms: float = 10_000.0
     """Hard cap on a batch request's wait once queued."""
+    key_max_concurrent: Positive = 32
+    """Requests of one API key in progress at once (reading its body, queued or running);
+    more get 429 `concurrency_limited` at once."""
+    tenant_max_concurrent: Positive = 64
+    """Requests of one tenant in progress at once (all its keys); more get 429
+    `concurrency_limited` at once."""
+    auth_failures_per_ip: Positive = 20
+    """Failed authentications one client address may make per `auth_failure_window_s`; after
+    that its requests get 429 `auth_failures` without a key lookup."""
+    auth_failure_window_s: PositiveFloat = 60.0
+    """Window of `auth_failures_per_ip`."""
+    auth_lookups: Positive = 4
+    """Key lookups (PostgreSQL round trips for keys not in the key cache) running at once;
+    more wait for one of them, within `database.timeout_ms`."""
     retry_after_s: float = 1.0
     """`Retry-After` of a 503 overload answer."""
 
@@ -153,6 +189,11 @@ class IndexSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Threads Qdrant Edge may use for one search."""
     qdrant_api_key: str = ""
     """API key of the Qdrant server (backend `qdrant`); never logged."""
+    timeout_ms: PositiveFloat = 2_000.0
+    """Deadline of each call to a Qdrant server (`backend = "qdrant"`; rounded up to whole
+    seconds) and of the `/readyz` index check; searches are further bounded by
+    `budget.search_ms`. A server that refuses is a 503 `dependency_unavailable`, one that never
+    answers a 504 `budget_exceeded` at the search deadline."""
     shards: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 1
     """Shards of the collection when Ragline creates it on a Qdrant server or cluster."""
     replicas: Annotated[int, msgspec.Meta(ge=1, le=16)] = 1
@@ -194,6 +235,11 @@ class IndexingSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
 class RetrievalSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     top_k: Positive = 5
     """Sources returned by default."""
+    max_filter_values: Positive = 64
+    """Values one `any` filter may list; more get 422 `filter_too_large`."""
+    max_filter_terms: Positive = 256
+    """Values all of a request's filter conditions may hold together (a match or a range
+    bound counts one); more get 422 `filter_too_large`."""
     max_top_k: Positive = 20
     """Largest `top_k` a client may ask for."""
     prefetch: Annotated[int, msgspec.Meta(ge=1, le=500)] = 50
@@ -353,6 +399,9 @@ class TelemetrySettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     """Log one structured line per API request when it ends."""
     usage_records: bool = True
     """Write one usage record per API request to PostgreSQL, batched off the request path."""
+    metrics_token: str = ""
+    """When set, `GET /metrics` needs `Authorization: Bearer <metrics_token>` (401 otherwise).
+    Empty (the default): `/metrics` is open; bind the server to a private interface then."""
     usage_buffer: Positive = 10_000
     """Usage records held while PostgreSQL is slow or down; beyond it they are dropped (counted)."""
     usage_batch: Positive = 500

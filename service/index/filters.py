@@ -107,11 +107,42 @@ def _is_datetime(value: str) -> bool:
     return True
 
 
-def parse_filters(raw: Any, declared: Mapping[str, FieldType]) -> FilterSpec | None:
+MAX_ANY_VALUES = 64
+MAX_TERMS = 256
+
+
+def _too_large(why: str) -> InvalidRequest:
+    return InvalidRequest(f"filters: {why}", code="filter_too_large")
+
+
+def parse_filters(
+    raw: Any,
+    declared: Mapping[str, FieldType],
+    *,
+    max_values: int = MAX_ANY_VALUES,
+    max_terms: int = MAX_TERMS,
+) -> FilterSpec | None:
+    """Parse and bound a request's filters: at most `max_values` values per `any` and
+    `max_terms` values in all (`retrieval.max_filter_values` / `max_filter_terms`), so one
+    tenant's huge filters cannot make every search slow (422 `filter_too_large`)."""
     if raw is None or raw == {}:
         return None
     if not isinstance(raw, dict):
         raise InvalidRequest("filters must be a JSON object", code="invalid_filter")
+    terms = sum(
+        len(spec.get("any", ()))
+        if isinstance(spec, dict) and isinstance(spec.get("any"), list)
+        else len(spec)
+        if isinstance(spec, dict)
+        else 1
+        for spec in raw.values()
+    )
+    if terms > max_terms:
+        raise _too_large(f"{terms} values in all; at most {max_terms}")
+    for field, spec in raw.items():
+        values = spec.get("any") if isinstance(spec, dict) else None
+        if isinstance(values, list) and len(values) > max_values:
+            raise _too_large(f"field {field!r}: {len(values)} values in 'any'; max {max_values}")
     conds: list[Condition] = []
     for field, spec in raw.items():
         if field in RESERVED_PAYLOAD and field not in FILTERABLE_RESERVED:

@@ -14,6 +14,7 @@ stand-in used by the contract tests (exact search, payload indexes ignored; neve
 from __future__ import annotations
 
 import asyncio
+import math
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -234,9 +235,16 @@ class QdrantIndex:
     adapter can be built outside an event loop like Qdrant Edge's."""
 
     def __init__(
-        self, client: AsyncQdrantClient, collection: str, spec: CollectionSpec, *, local: bool
+        self,
+        client: AsyncQdrantClient,
+        collection: str,
+        spec: CollectionSpec,
+        *,
+        local: bool,
+        health_timeout_s: float = 1.0,
     ) -> None:
         self._client = client
+        self.health_timeout_s = health_timeout_s
         self.collection = collection
         self.spec = spec
         self.local = local
@@ -245,10 +253,19 @@ class QdrantIndex:
 
     @classmethod
     def connect(
-        cls, url: str, collection: str, spec: CollectionSpec, *, api_key: str = ""
+        cls,
+        url: str,
+        collection: str,
+        spec: CollectionSpec,
+        *,
+        api_key: str = "",
+        timeout_s: float = 10.0,
     ) -> QdrantIndex:
+        """`timeout_s` bounds every HTTP call (whole seconds, at least 1: the client's unit);
+        searches are further bounded by the request's search deadline."""
         local = not url.startswith(("http://", "https://"))
-        return cls(client_for(url, api_key), collection, spec, local=local)
+        client = client_for(url, api_key, max(1.0, math.ceil(timeout_s)))
+        return cls(client, collection, spec, local=local, health_timeout_s=timeout_s)
 
     @classmethod
     async def open(
@@ -458,9 +475,12 @@ class QdrantIndex:
         """Writes are acknowledged after the WAL (`wait=True`); nothing to do."""
 
     async def healthy(self) -> bool:
+        """Reachable and the collection there, within `health_timeout_s` (a server that
+        accepts and never answers makes `/readyz` not ready, not hang)."""
         try:
-            await self._ready()
-            await self._client.get_collection(self.collection)
+            async with asyncio.timeout(self.health_timeout_s):
+                await self._ready()
+                await self._client.get_collection(self.collection)
         except Exception:
             return False
         return True

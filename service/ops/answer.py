@@ -14,9 +14,8 @@ from service.config import Settings
 from service.errors import ErrorEvent, InvalidRequest, RaglineError, UpstreamError
 from service.generate.caps import output_cap
 from service.identity import Principal
-from service.index.filters import parse_filters
 from service.ops.caller import Caller
-from service.ops.steps import admit, bounded_top_k, require_text
+from service.ops.steps import admit, bounded_filters, bounded_top_k, require_text
 from service.pipeline.answer import Question
 from service.pipeline.chat import Turn, condense
 from service.pipeline.events import Done, Event, Source, Sources
@@ -141,7 +140,7 @@ class AnswerService:
         context: str,
     ) -> AnswerRun:
         s = self.settings
-        filters = parse_filters(args.filters, s.retrieval.metadata_fields)
+        filters = bounded_filters(s, args.filters)
         max_tokens = output_cap(s.generator, caller.tenant_id, args.max_tokens)
         key = args.idempotency_key
         question = Question(

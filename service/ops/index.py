@@ -12,6 +12,7 @@ import msgspec
 from service.config import Settings
 from service.db.audit import record_index_change
 from service.db.documents import registered
+from service.db.health import Database
 from service.embed.protocol import Embedder
 from service.errors import InvalidRequest
 from service.index.protocol import VectorIndex
@@ -83,8 +84,12 @@ class IndexService:
         index: VectorIndex,
         embedder: Embedder,
         settings: Settings,
+        db: Database | None = None,
     ) -> None:
+        """`db`: the request-path guard for the registry read (a deadline, 503 when down);
+        ingests use the pool with their own timeouts."""
         self.pool = pool
+        self.db = db
         self.index = index
         self.embedder = embedder
         self.settings = settings
@@ -96,7 +101,7 @@ class IndexService:
         return Indexer(self.pool, self.index, self.embedder, options)
 
     async def registry(self, caller: Caller) -> Registry:
-        async with self.pool.acquire() as conn:
+        async with self.db.acquire() if self.db is not None else self.pool.acquire() as conn:
             rows = await registered(conn, caller.tenant_id)
         docs = [
             Registered(

@@ -8,10 +8,9 @@ import msgspec
 
 from service.admission.buckets import TenantLimiter
 from service.config import Settings
-from service.index.filters import parse_filters
 from service.index.protocol import Hit
 from service.ops.caller import Caller
-from service.ops.steps import admit, bounded_top_k, require_text
+from service.ops.steps import admit, bounded_filters, bounded_top_k, require_text
 from service.pipeline.budget import Budget
 from service.pipeline.retrieve import Retrieval
 
@@ -42,7 +41,7 @@ class SearchService:
         require_text(args.query)
         await admit(self.limiter, caller)
         s = self.settings
-        filters = parse_filters(args.filters, s.retrieval.metadata_fields)
+        filters = bounded_filters(s, args.filters)
         budget = Budget(s.budget.ttft_ms)
         hits = await self.retriever.retrieve(
             caller.principal,

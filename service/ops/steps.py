@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from service.admission.buckets import TenantLimiter
 from service.config import Settings
 from service.errors import InvalidRequest
+from service.index.filters import FilterSpec, parse_filters
 from service.ops.caller import Caller
 
 
@@ -14,6 +17,14 @@ def bounded_top_k(settings: Settings, asked: int | None) -> int:
     if asked is not None and asked > r.max_top_k:
         raise InvalidRequest(f"top_k: at most {r.max_top_k}", code="invalid_body")
     return asked or r.top_k
+
+
+def bounded_filters(settings: Settings, raw: Any) -> FilterSpec | None:
+    """The request's filters, parsed over the declared fields and bounded in size."""
+    r = settings.retrieval
+    return parse_filters(
+        raw, r.metadata_fields, max_values=r.max_filter_values, max_terms=r.max_filter_terms
+    )
 
 
 def require_text(query: str, what: str = "query") -> str:

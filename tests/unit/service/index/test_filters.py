@@ -75,6 +75,19 @@ def test_a_datetime_match_is_an_exact_instant() -> None:
     assert spec is not None and spec.conditions == (Range("published", gte=instant, lte=instant),)
 
 
+def test_filters_are_bounded_per_any_and_in_all() -> None:
+    ok = parse_filters({"team": {"any": ["a", "b", "c"]}}, DECLARED, max_values=3)  # type: ignore[arg-type]
+    assert ok is not None
+    with pytest.raises(InvalidRequest) as many:
+        parse_filters({"team": {"any": ["a", "b", "c", "d"]}}, DECLARED, max_values=3)  # type: ignore[arg-type]
+    assert many.value.code == "filter_too_large" and many.value.status == 422
+    terms = {"team": {"any": ["a", "b"]}, "year": {"any": [1, 2]}, "score": {"gte": 0.1}}
+    assert parse_filters(terms, DECLARED, max_terms=5) is not None  # type: ignore[arg-type]
+    with pytest.raises(InvalidRequest) as total:
+        parse_filters(terms, DECLARED, max_terms=4)  # type: ignore[arg-type]
+    assert total.value.code == "filter_too_large"
+
+
 @pytest.mark.parametrize(
     "raw",
     [
