@@ -13,9 +13,8 @@ from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 from typing import Any
 
-from service.auth.notify import notify_auth_change
-from service.cli_identity import identity_commands
-from service.cli_support import command_group, emit, run_async, with_pool
+from service.cli_identity import identity_commands, revoke_recorded
+from service.cli_support import command_group, emit, on_db, run_async, with_pool
 from service.config import ConfigError, Settings, load_settings
 from service.db.audit import cli_actor, record
 from service.db.keys import (
@@ -32,7 +31,7 @@ from service.server import serve
 from service.telemetry import logs
 
 Command = Callable[[argparse.Namespace, Settings], int]
-__all__ = ["cmd_serve", "command_group", "emit", "main", "run_async", "with_pool"]
+__all__ = ["cmd_serve", "command_group", "emit", "main", "on_db", "run_async", "with_pool"]
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
@@ -53,7 +52,7 @@ def cmd_tenants_create(args: argparse.Namespace, settings: Settings) -> int:
         )
         return 0
 
-    return run_async(lambda: with_pool(settings, go))
+    return on_db(settings, go)
 
 
 def cmd_tenants_ls(args: argparse.Namespace, settings: Settings) -> int:
@@ -65,7 +64,7 @@ def cmd_tenants_ls(args: argparse.Namespace, settings: Settings) -> int:
         emit(rows, args.json, lambda d: [print(f"{r['tenant']}\t{r['index_version']}") for r in d])
         return 0
 
-    return run_async(lambda: with_pool(settings, go))
+    return on_db(settings, go)
 
 
 def cmd_keys_create(args: argparse.Namespace, settings: Settings) -> int:
@@ -87,13 +86,7 @@ def cmd_keys_create(args: argparse.Namespace, settings: Settings) -> int:
                 actor=cli_actor(),
                 action="key.create",
                 target=key.key_id,
-                details={
-                    "user": key.user_id,
-                    "groups": key.groups,
-                    "scopes": key.scopes,
-                    "expires_at": key.expires_at,
-                    "may_assert": key.may_assert,
-                },
+                details=key.audit_details(),
             )
 
         def show(k: Any) -> None:
@@ -108,31 +101,21 @@ def cmd_keys_create(args: argparse.Namespace, settings: Settings) -> int:
         emit(key, args.json, show)
         return 0
 
-    return run_async(lambda: with_pool(settings, go))
+    return on_db(settings, go)
 
 
 def cmd_keys_revoke(args: argparse.Namespace, settings: Settings) -> int:
 
-    async def go(conn: Any) -> int:
-        async with conn.transaction():
-            tenant = await conn.fetchval(
-                "SELECT tenant_id FROM api_keys WHERE key_id = $1", args.key_id
-            )
-            ok = await revoke_key(conn, args.key_id)
-            if ok:
-                await record(
-                    conn,
-                    tenant_id=tenant,
-                    actor=cli_actor(),
-                    action="key.revoke",
-                    target=args.key_id,
-                )
-        if ok:
-            await notify_auth_change(settings)
-        print(f"key {args.key_id} {'revoked' if ok else 'not found or already revoked'}")
-        return 0 if ok else 1
+    async def tenant_of(conn: Any) -> str | None:
+        tenant: str | None = await conn.fetchval(
+            "SELECT tenant_id FROM api_keys WHERE key_id = $1", args.key_id
+        )
+        return tenant
 
-    return run_async(lambda: with_pool(settings, go))
+    async def go(conn: Any) -> int:
+        return await revoke_recorded(conn, settings, "key", args.key_id, revoke_key, tenant_of)
+
+    return on_db(settings, go)
 
 
 def cmd_keys_ls(args: argparse.Namespace, settings: Settings) -> int:
@@ -155,7 +138,7 @@ def cmd_keys_ls(args: argparse.Namespace, settings: Settings) -> int:
         )
         return 0
 
-    return run_async(lambda: with_pool(settings, go))
+    return on_db(settings, go)
 
 
 def build_parser() -> argparse.ArgumentParser:

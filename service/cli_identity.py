@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from service.auth.notify import notify_auth_change
-from service.cli_support import command_group, emit, run_async, with_pool
+from service.cli_support import command_group, emit, on_db
 from service.config import Settings
 from service.db.audit import cli_actor, list_audit, record
 from service.db.jwt_settings import JwtSettingsInput, audit_view, clear_jwt, public_view, set_jwt
@@ -32,6 +33,28 @@ def _pairs(values: list[str] | None, flag: str) -> dict[str, str]:
             raise SystemExit(f"ragline: {flag} expects ID=NAME, got {pair!r}")
         out[k.strip()] = v.strip()
     return out
+
+
+async def revoke_recorded(
+    conn: Any,
+    settings: Settings,
+    what: str,
+    key_id: str,
+    revoke: Callable[[Any, str], Awaitable[bool]],
+    tenant_of: Callable[[Any], Awaitable[str | None]] | None = None,
+) -> int:
+    """`keys revoke` and `platform-keys revoke`: revoke `what` (an API key, a platform key) and
+    record it in the audit trail in one transaction, then tell every server; the exit code."""
+    async with conn.transaction():
+        tenant = await tenant_of(conn) if tenant_of is not None else None
+        ok = await revoke(conn, key_id)
+        if ok:
+            action = what.replace(" ", "_") + ".revoke"
+            await record(conn, tenant_id=tenant, actor=cli_actor(), action=action, target=key_id)
+    if ok:
+        await notify_auth_change(settings)
+    print(f"{what} {key_id} {'revoked' if ok else 'not found or already revoked'}")
+    return 0 if ok else 1
 
 
 def cmd_tenants_set(args: argparse.Namespace, settings: Settings) -> int:
@@ -81,7 +104,7 @@ def cmd_tenants_set(args: argparse.Namespace, settings: Settings) -> int:
         )
         return 0
 
-    return run_async(lambda: with_pool(settings, go))
+    return on_db(settings, go)
 
 
 def cmd_tenants_show(args: argparse.Namespace, settings: Settings) -> int:
@@ -92,7 +115,7 @@ def cmd_tenants_show(args: argparse.Namespace, settings: Settings) -> int:
         emit({"tenant": args.tenant, "jwt": view}, True)
         return 0
 
-    return run_async(lambda: with_pool(settings, go))
+    return on_db(settings, go)
 
 
 def cmd_keys_rotate(args: argparse.Namespace, settings: Settings) -> int:
@@ -127,7 +150,7 @@ def cmd_keys_rotate(args: argparse.Namespace, settings: Settings) -> int:
         emit(new, args.json, show)
         return 0
 
-    return run_async(lambda: with_pool(settings, go))
+    return on_db(settings, go)
 
 
 def cmd_platform_create(args: argparse.Namespace, settings: Settings) -> int:
@@ -148,28 +171,17 @@ def cmd_platform_create(args: argparse.Namespace, settings: Settings) -> int:
         )
         return 0
 
-    return run_async(lambda: with_pool(settings, go))
+    return on_db(settings, go)
 
 
 def cmd_platform_revoke(args: argparse.Namespace, settings: Settings) -> int:
 
     async def go(conn: Any) -> int:
-        async with conn.transaction():
-            ok = await revoke_platform_key(conn, args.key_id)
-            if ok:
-                await record(
-                    conn,
-                    tenant_id=None,
-                    actor=cli_actor(),
-                    action="platform_key.revoke",
-                    target=args.key_id,
-                )
-        if ok:
-            await notify_auth_change(settings)
-        print(f"platform key {args.key_id} {'revoked' if ok else 'not found or already revoked'}")
-        return 0 if ok else 1
+        return await revoke_recorded(
+            conn, settings, "platform key", args.key_id, revoke_platform_key
+        )
 
-    return run_async(lambda: with_pool(settings, go))
+    return on_db(settings, go)
 
 
 def cmd_audit_ls(args: argparse.Namespace, settings: Settings) -> int:
@@ -193,7 +205,7 @@ def cmd_audit_ls(args: argparse.Namespace, settings: Settings) -> int:
         emit(rows, args.json, show)
         return 0
 
-    return run_async(lambda: with_pool(settings, go))
+    return on_db(settings, go)
 
 
 def cmd_usage_report(args: argparse.Namespace, settings: Settings) -> int:
@@ -213,7 +225,7 @@ def cmd_usage_report(args: argparse.Namespace, settings: Settings) -> int:
             sys.stdout.write(to_csv(rows, args.by))
         return 0
 
-    return run_async(lambda: with_pool(settings, go))
+    return on_db(settings, go)
 
 
 def identity_commands(sub: Any) -> None:

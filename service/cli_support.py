@@ -35,6 +35,11 @@ async def with_pool(settings: Settings, fn: Callable[[Any], Awaitable[int]]) -> 
         await pool.close()
 
 
+def on_db(settings: Settings, fn: Callable[[Any], Awaitable[int]]) -> int:
+    """Runs a command's `fn(conn)` on a database connection opened for it; its exit code."""
+    return run_async(lambda: with_pool(settings, fn))
+
+
 def command_group(sub: Any, name: str, help_text: str) -> Any:
     """The sub-command group `name` (e.g. `bench`), created by the first package that asks and
     reused by the others, so several packages can add commands to one group."""

@@ -1,15 +1,19 @@
-"""Test helpers: SSE parsing, and tenants/keys/documents made through the real code paths."""
+"""Test helpers: SSE parsing, tenants/keys/documents made through the real code paths, and the
+`ragline` CLI run in-process on a state directory of its own."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from indexing.loaders import load_path
+from service.cli import main
 from service.db.keys import create_key
 from service.db.tenants import create_tenant
 from service.ingest.pipeline import Indexer
@@ -72,3 +76,25 @@ def write(root: Path, rel: str, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def cli_state(settings: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A state directory for `ragline` under tmp_path (sharing the exported model), set in the
+    environment with the test database; the session runtime keeps its own index open."""
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "models").symlink_to((settings.state_dir / "models").resolve())
+    monkeypatch.setenv("RAGLINE_DATABASE_URL", settings.database.url)
+    monkeypatch.setenv("RAGLINE_STORAGE_STATE_DIR", str(state))
+    return state
+
+
+async def ragline(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
+    """Runs `ragline ARGV` in-process: the exit code, stdout (its last line parsed when the
+    output is JSON) and stderr."""
+    capsys.readouterr()
+    code = await asyncio.to_thread(main, list(argv))
+    cap = capsys.readouterr()
+    out = cap.out.strip()
+    data = json.loads(out.splitlines()[-1]) if out.startswith(("{", "[")) else out
+    return code, data, cap.err

@@ -2,38 +2,21 @@
 
 from __future__ import annotations
 
-import asyncio
-import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import uvicorn
-
+from evals.bench.serving import free_port
+from evals.bench.serving import serve_app as bench_serve_app
 from service.app import create_app
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+__all__ = ["free_port", "serve", "serve_app"]
 
 
 @asynccontextmanager
 async def serve_app(app: Any) -> AsyncIterator[str]:
-    port = free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    srv = uvicorn.Server(config)
-    task = asyncio.create_task(srv.serve())
-    while not srv.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        srv.should_exit = True
-        await task
+    async with bench_serve_app(app, log_level="warning") as url:
+        yield url
 
 
 @asynccontextmanager

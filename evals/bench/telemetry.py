@@ -24,12 +24,10 @@ import os
 import platform
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -38,9 +36,9 @@ import asyncpg
 import httpx
 import msgspec
 import numpy as np
-import uvicorn
 
 from evals.bench.output import announce, default_out
+from evals.bench.serving import serve_app
 from service.app import create_app
 from service.config import load_settings
 from service.runtime import Runtime
@@ -66,26 +64,6 @@ def _cli(env: dict[str, str], *args: str) -> str:
     if done.returncode != 0:
         raise RuntimeError(f"ragline {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
     return done.stdout
-
-
-@contextlib.asynccontextmanager
-async def _serve(app: Any) -> AsyncIterator[str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, lifespan="on")
-    )
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await task
 
 
 def _stats(on: list[float], off: list[float], seed: int = 7) -> dict[str, Any]:
@@ -211,9 +189,11 @@ async def measure(
         tel_on, tel_off = Telemetry(on), Telemetry(off)
         assert tel_on.enabled and not tel_off.enabled
         try:
+            app_on = create_app(on, runtime=runtime, telemetry=tel_on)
+            app_off = create_app(off, runtime=runtime, telemetry=tel_off)
             async with (
-                _serve(create_app(on, runtime=runtime, telemetry=tel_on)) as on_url,
-                _serve(create_app(off, runtime=runtime, telemetry=tel_off)) as off_url,
+                serve_app(app_on, log_config=None) as on_url,
+                serve_app(app_off, log_config=None) as off_url,
             ):
                 proc = await asyncio.create_subprocess_exec(
                     sys.executable, "-m", "evals.bench.telemetry_client", "client",

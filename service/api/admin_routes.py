@@ -108,6 +108,13 @@ async def _admin(request: AnyRequest, state: State, *, tenant_scoped: bool = Tru
     return Admin(principal=p, tenant=tenant, platform=platform)
 
 
+async def _audit(conn: Any, admin: Admin, request: AnyRequest, **entry: Any) -> None:
+    """An audit entry for what `admin` did in this request (in the caller's transaction)."""
+    await audit.record(
+        conn, tenant_id=admin.tenant, actor=admin.actor, request_id=_rid(request), **entry
+    )
+
+
 def _tenant(admin: Admin) -> str:
     assert admin.tenant is not None
     return admin.tenant
@@ -176,14 +183,7 @@ def admin_handlers() -> list[HTTPRouteHandler]:
         rt: Runtime = state.runtime
         async with rt.pool.acquire() as conn, conn.transaction():
             rows = [key_view(r) for r in await list_keys(conn, _tenant(admin))]
-            await audit.record(
-                conn,
-                tenant_id=admin.tenant,
-                actor=admin.actor,
-                action="keys.read",
-                details={"count": len(rows)},
-                request_id=_rid(request),
-            )
+            await _audit(conn, admin, request, action="keys.read", details={"count": len(rows)})
         return _json({"tenant": admin.tenant, "keys": rows})
 
     @post("/v1/admin/keys", status_code=201, opt=route_name("admin_key_create"))
@@ -201,20 +201,13 @@ def admin_handlers() -> list[HTTPRouteHandler]:
                 expires_in=parse_duration(body.expires_in) if body.expires_in else None,
                 may_assert=body.may_assert,
             )
-            await audit.record(
+            await _audit(
                 conn,
-                tenant_id=admin.tenant,
-                actor=admin.actor,
+                admin,
+                request,
                 action="key.create",
                 target=new.key_id,
-                details={
-                    "user": new.user_id,
-                    "groups": new.groups,
-                    "scopes": new.scopes,
-                    "expires_at": new.expires_at,
-                    "may_assert": new.may_assert,
-                },
-                request_id=_rid(request),
+                details=new.audit_details(),
             )
         return _json(new, 201)
 
@@ -228,14 +221,7 @@ def admin_handlers() -> list[HTTPRouteHandler]:
             ok = await revoke_key(conn, key_id, tenant_id=_tenant(admin))
             if not ok:
                 raise NotFound("no such active key in this tenant", code="unknown_key")
-            await audit.record(
-                conn,
-                tenant_id=admin.tenant,
-                actor=admin.actor,
-                action="key.revoke",
-                target=key_id,
-                request_id=_rid(request),
-            )
+            await _audit(conn, admin, request, action="key.revoke", target=key_id)
         await _credentials_changed(state)
         return _json({"key_id": key_id, "revoked": True})
 
@@ -257,14 +243,13 @@ def admin_handlers() -> list[HTTPRouteHandler]:
             )
             if new is None:
                 raise NotFound("no such active key in this tenant", code="unknown_key")
-            await audit.record(
+            await _audit(
                 conn,
-                tenant_id=admin.tenant,
-                actor=admin.actor,
+                admin,
+                request,
                 action="key.rotate",
                 target=key_id,
                 details={"new_key_id": new.key_id, "overlap_s": overlap.total_seconds()},
-                request_id=_rid(request),
             )
         await _credentials_changed(state)
         return _json(new, 201)
@@ -284,13 +269,8 @@ def admin_handlers() -> list[HTTPRouteHandler]:
         rt: Runtime = state.runtime
         async with rt.pool.acquire() as conn, conn.transaction():
             await jwt_settings.set_jwt(conn, _tenant(admin), body, operator=admin.platform)
-            await audit.record(
-                conn,
-                tenant_id=admin.tenant,
-                actor=admin.actor,
-                action="jwt.set",
-                details=jwt_settings.audit_view(body),
-                request_id=_rid(request),
+            await _audit(
+                conn, admin, request, action="jwt.set", details=jwt_settings.audit_view(body)
             )
             view = await jwt_settings.public_view(conn, _tenant(admin))
         await _credentials_changed(state)
@@ -302,13 +282,7 @@ def admin_handlers() -> list[HTTPRouteHandler]:
         rt: Runtime = state.runtime
         async with rt.pool.acquire() as conn, conn.transaction():
             removed = await jwt_settings.clear_jwt(conn, _tenant(admin))
-            await audit.record(
-                conn,
-                tenant_id=admin.tenant,
-                actor=admin.actor,
-                action="jwt.clear",
-                request_id=_rid(request),
-            )
+            await _audit(conn, admin, request, action="jwt.clear")
         await _credentials_changed(state)
         return _json({"tenant": admin.tenant, "removed": removed})
 
@@ -328,13 +302,12 @@ def admin_handlers() -> list[HTTPRouteHandler]:
                 status,
                 _limit(request, 1000, 10_000),
             )
-            await audit.record(
+            await _audit(
                 conn,
-                tenant_id=admin.tenant,
-                actor=admin.actor,
+                admin,
+                request,
                 action="documents.read",
                 details={"status": status, "count": len(rows)},
-                request_id=_rid(request),
             )
         docs = [
             {
@@ -404,14 +377,7 @@ def admin_handlers() -> list[HTTPRouteHandler]:
                 limit=_limit(request),
                 all_tenants=admin.platform and admin.tenant is None,
             )
-            await audit.record(
-                conn,
-                tenant_id=admin.tenant,
-                actor=admin.actor,
-                action="audit.read",
-                details={"count": len(rows)},
-                request_id=_rid(request),
-            )
+            await _audit(conn, admin, request, action="audit.read", details={"count": len(rows)})
         return _json({"tenant": admin.tenant, "entries": rows})
 
     @get("/v1/admin/usage", opt=route_name("admin_usage"))
@@ -425,14 +391,7 @@ def admin_handlers() -> list[HTTPRouteHandler]:
             rows = await usage_report(
                 conn, _tenant(admin), since=since, until=_time_param(request, "until"), by=by
             )
-            await audit.record(
-                conn,
-                tenant_id=admin.tenant,
-                actor=admin.actor,
-                action="usage.read",
-                details={"by": by},
-                request_id=_rid(request),
-            )
+            await _audit(conn, admin, request, action="usage.read", details={"by": by})
         return _json({"tenant": admin.tenant, "by": by, "rows": rows})
 
     @get("/v1/admin/openapi.json", opt=route_name("admin_openapi", quiet=True))

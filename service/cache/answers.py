@@ -31,24 +31,11 @@ from service.cache.visibility import ScopedPrincipal, VisibilityResolver, scoped
 from service.config import Settings
 from service.errors import RaglineError, UpstreamError
 from service.identity import Principal
-from service.index.filters import FilterSpec
-from service.pipeline.answer import AnswerPipeline, PreparedAnswer
+from service.pipeline.answer import AnswerPipeline, PreparedAnswer, Question
 from service.pipeline.events import Done, Event, Meta, Source
 from service.pipeline.operation import ANSWER
 
 KIND = "answer"
-
-
-@dataclass(frozen=True, slots=True)
-class _Ask:
-    """What an answer depends on besides who asks."""
-
-    query: str
-    filters: FilterSpec | None
-    top_k: int
-    max_tokens: int
-    operation: str
-    context: str
 
 
 class _AnswerFlight:
@@ -116,33 +103,20 @@ class CachingPipeline:
         """Whether the generator that answers this tenant's operation is deterministic."""
         return self.inner.router.chain(tenant_id, operation)[0][0].deterministic
 
-    async def prepare(
-        self,
-        principal: Principal,
-        query: str,
-        *,
-        filters: FilterSpec | None,
-        top_k: int,
-        max_tokens: int,
-        request_id: str,
-        operation: str = ANSWER,
-        context: str = "",
-        idempotency_key: str | None = None,
-        body_digest: str = "",
-    ) -> Answering:
+    async def prepare(self, principal: Principal, q: Question) -> Answering:
         """`operation` picks the generator chain (`chat` for chat completions); `context` is
         a chat's condensed earlier turns. Both are part of the cache key."""
         loop = asyncio.get_running_loop()
         started = loop.time()
         claim: Claim | None = None
-        if idempotency_key is not None:
-            claim = await self.idempotency.claim(principal, idempotency_key, body_digest)
+        if q.idempotency_key is not None:
+            claim = await self.idempotency.claim(principal, q.idempotency_key, q.body_digest)
             if claim.record is not None and not await self._still_visible(principal, claim.record):
                 claim = claim.recompute()
             if claim.record is not None:
                 return self._counted(
                     Answering(
-                        request_id=request_id,
+                        request_id=q.request_id,
                         cache="hit",
                         sources=claim.record.sources,
                         started=started,
@@ -153,8 +127,10 @@ class CachingPipeline:
         try:
             answering = await self._prepare(
                 principal,
-                _Ask(normalize_query(query), filters, top_k, max_tokens, operation, context),
-                request_id,
+                msgspec.structs.replace(
+                    q, query=normalize_query(q.query), idempotency_key=None, body_digest=""
+                ),
+                q.request_id,
                 started,
             )
         except BaseException:
@@ -176,7 +152,7 @@ class CachingPipeline:
         return a
 
     async def _prepare(
-        self, principal: Principal, ask: _Ask, request_id: str, started: float
+        self, principal: Principal, ask: Question, request_id: str, started: float
     ) -> Answering:
         loop = asyncio.get_running_loop()
         view = await self.visibility.view(principal) if self.enabled else None
@@ -242,7 +218,7 @@ class CachingPipeline:
         flight: _AnswerFlight,
         key: str,
         principal: ScopedPrincipal,
-        ask: _Ask,
+        ask: Question,
     ) -> None:
         token: str | None = None
         try:
@@ -289,17 +265,10 @@ class CachingPipeline:
                 await asyncio.shield(self.remote.release(key, token))
 
     async def _inner_prepare(
-        self, principal: Principal | ScopedPrincipal, ask: _Ask, request_id: str
+        self, principal: Principal | ScopedPrincipal, ask: Question, request_id: str
     ) -> PreparedAnswer:
         return await self.inner.prepare(
-            principal,
-            ask.query,
-            filters=ask.filters,
-            top_k=ask.top_k,
-            max_tokens=ask.max_tokens,
-            request_id=request_id,
-            operation=ask.operation,
-            context=ask.context,
+            principal, msgspec.structs.replace(ask, request_id=request_id)
         )
 
     async def _follow_remote(self, flight: _AnswerFlight, key: str) -> bool:

@@ -89,6 +89,16 @@ class NewKey(msgspec.Struct, kw_only=True):
     expires_at: str | None = None
     may_assert: list[str] = msgspec.field(default_factory=list)
 
+    def audit_details(self) -> dict[str, object]:
+        """What the audit trail keeps of a created key (never the key itself)."""
+        return {
+            "user": self.user_id,
+            "groups": self.groups,
+            "scopes": self.scopes,
+            "expires_at": self.expires_at,
+            "may_assert": self.may_assert,
+        }
+
 
 def hash_key(key: str) -> bytes:
     # Keys carry 256 random bits, so a plain SHA-256 is a safe, fast lookup digest.

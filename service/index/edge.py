@@ -29,7 +29,7 @@ from service.index.engine_fusion import (
     query_per_term_weights,
 )
 from service.index.filters import AnyOf, Condition, FilterSpec, Match
-from service.index.protocol import Chunk, Hit, SearchQuery, chunk_from_payload, point_id
+from service.index.protocol import Chunk, Hit, SearchQuery, point_id
 from service.index.rwlock import RWLock
 from service.index.schema import (
     DENSE,
@@ -37,10 +37,10 @@ from service.index.schema import (
     SPARSE,
     CollectionSpec,
     PayloadIndex,
+    chunk_from_point,
     collection_spec,
     missing_indexes,
 )
-from service.text.bm25 import SparseVec
 
 T = TypeVar("T")
 SCHEMA_FILE_SUFFIX = ".schema.json"
@@ -348,20 +348,7 @@ class EdgeIndex:
 
     async def document_chunks(self, tenant_id: str, doc_id: str) -> list[Chunk]:
         points = await self._run(self._doc_points_sync, tenant_id, doc_id)
-        chunks = []
-        for p in points:
-            vec = p.vector or {}
-            sparse = vec.get(SPARSE)
-            chunks.append(
-                chunk_from_payload(
-                    dict(p.payload or {}),
-                    list(vec.get(DENSE, [])),
-                    SparseVec(list(sparse.indices), list(sparse.values))
-                    if sparse is not None
-                    else SparseVec([], []),
-                )
-            )
-        return sorted(chunks, key=lambda c: c.chunk_ix)
+        return sorted(map(chunk_from_point, points), key=lambda c: c.chunk_ix)
 
     async def set_links(self, tenant_id: str, doc_id: str, links: Sequence[str]) -> None:
         ops = [

@@ -31,16 +31,16 @@ from service.index.engine_fusion import (
     query_per_term_weights,
 )
 from service.index.filters import AnyOf, Condition, FilterSpec, Match
-from service.index.protocol import Chunk, Hit, SearchQuery, chunk_from_payload, point_id
+from service.index.protocol import Chunk, Hit, SearchQuery, point_id
 from service.index.schema import (
     DENSE,
     SCHEMA_VERSION,
     SPARSE,
     CollectionSpec,
     PayloadIndex,
+    chunk_from_point,
     missing_indexes,
 )
-from service.text.bm25 import SparseVec
 
 
 def _index_params(p: PayloadIndex) -> Any:
@@ -431,18 +431,7 @@ class QdrantIndex:
                 with_payload=True,
                 with_vectors=True,
             )
-            for p in points:
-                vec: Any = p.vector or {}
-                sparse = vec.get(SPARSE)
-                chunks.append(
-                    chunk_from_payload(
-                        dict(p.payload or {}),
-                        list(vec.get(DENSE, [])),
-                        SparseVec(list(sparse.indices), list(sparse.values))
-                        if sparse is not None
-                        else SparseVec([], []),
-                    )
-                )
+            chunks.extend(map(chunk_from_point, points))
             if offset is None:
                 return sorted(chunks, key=lambda c: c.chunk_ix)
 

@@ -19,9 +19,12 @@ indexes rebuilt without graph links); a changed vector layout needs a re-index a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
+
+from service.index.protocol import Chunk, chunk_from_payload
+from service.text.bm25 import SparseVec
 
 SCHEMA_VERSION = 3
 """3: per-tenant HNSW graphs only (`m` 0, non-tenant payload indexes without graph links)."""
@@ -123,3 +126,16 @@ def collection_spec(
 def missing_indexes(spec: CollectionSpec, present: Mapping[str, str]) -> list[PayloadIndex]:
     """Indexes the spec wants that the collection lacks; `present` maps field -> type name."""
     return [p for p in spec.payload_indexes if p.field not in present]
+
+
+def chunk_from_point(point: Any) -> Chunk:
+    """A stored point (either engine's record, read with its payload and vectors) as a chunk."""
+    vec = point.vector or {}
+    sparse = vec.get(SPARSE)
+    return chunk_from_payload(
+        dict(point.payload or {}),
+        list(vec.get(DENSE, [])),
+        SparseVec(list(sparse.indices), list(sparse.values))
+        if sparse is not None
+        else SparseVec([], []),
+    )

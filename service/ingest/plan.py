@@ -20,10 +20,10 @@ from service.db.documents import DocRow, DocWrite
 from service.embed.protocol import Embedder
 from service.identity import PUBLIC, is_identity
 from service.index.protocol import Chunk
-from service.ingest.chunking import ChunkText, chunk_document
+from service.ingest.chunking import ChunkText
 from service.ingest.documents import LoadError, SourceDoc
 from service.ingest.links import chunk_links
-from service.ingest.relink import content_unchanged, needs_relink, public_link
+from service.ingest.relink import content_unchanged, doc_pieces, needs_relink, public_link
 from service.ingest.summary import Failure, Progress, Summary, printable
 from service.text.bm25 import SparseVec, doc_vector
 
@@ -307,13 +307,7 @@ class ChunkedDoc(msgspec.Struct, kw_only=True):
 
 def chunk(tenant_id: str, changed: Changed, embedder: Embedder) -> ChunkedDoc:
     doc = changed.doc
-    pieces = chunk_document(
-        doc.text,
-        title=doc.title,
-        markdown=doc.markdown,
-        count_tokens=embedder.count_tokens,
-        max_tokens=embedder.max_tokens,
-    )
+    pieces = doc_pieces(doc, embedder)
     texts = [p.embed_text(doc.title) for p in pieces]
     return ChunkedDoc(
         tenant_id=tenant_id,

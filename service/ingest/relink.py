@@ -22,7 +22,7 @@ from service.db.documents import DocRow, registered
 from service.db.tenants import bump_index_version
 from service.embed.protocol import Embedder
 from service.index.protocol import VectorIndex
-from service.ingest.chunking import chunk_document
+from service.ingest.chunking import ChunkText, chunk_document
 from service.ingest.documents import SourceDoc
 from service.ingest.links import chunk_links
 from service.text.uris import is_server_path, public_uri
@@ -55,16 +55,21 @@ def needs_relink(doc: SourceDoc, digest: str, old: DocRow) -> bool:
     return old.content_hash != digest or old.source_uri != doc.source_uri
 
 
-def links_for(doc: SourceDoc, embedder: Embedder) -> list[str]:
-    """Each chunk's link, from the same chunking that indexed it (CPU only, no embedding)."""
-    pieces = chunk_document(
+def doc_pieces(doc: SourceDoc, embedder: Embedder) -> list[ChunkText]:
+    """A document's chunks as indexing cuts them (by the embedder's tokenizer): one chunking,
+    so links computed again match the chunks indexed."""
+    return chunk_document(
         doc.text,
         title=doc.title,
         markdown=doc.markdown,
         count_tokens=embedder.count_tokens,
         max_tokens=embedder.max_tokens,
     )
-    return chunk_links(doc, pieces)
+
+
+def links_for(doc: SourceDoc, embedder: Embedder) -> list[str]:
+    """Each chunk's link, from the same chunking that indexed it (CPU only, no embedding)."""
+    return chunk_links(doc, doc_pieces(doc, embedder))
 
 
 async def relink(

@@ -14,9 +14,9 @@ from service.config import Settings
 from service.errors import ErrorEvent, InvalidRequest, RaglineError, UpstreamError
 from service.generate.caps import output_cap
 from service.identity import Principal
-from service.index.filters import FilterSpec
 from service.ops.caller import Caller
 from service.ops.steps import admit, bounded_filters, bounded_top_k, require_text
+from service.pipeline.answer import Question
 from service.pipeline.chat import Turn, condense
 from service.pipeline.events import Done, Event, Source, Sources
 from service.pipeline.operation import ANSWER, CHAT
@@ -38,20 +38,7 @@ class AnswerSource(Protocol):
     """What answers: the runtime's `CachingPipeline` (or a bare `AnswerPipeline`: tests and
     evals build broken ones)."""
 
-    async def prepare(
-        self,
-        principal: Principal,
-        query: str,
-        *,
-        filters: FilterSpec | None,
-        top_k: int,
-        max_tokens: int,
-        request_id: str,
-        operation: str = ANSWER,
-        context: str = "",
-        idempotency_key: str | None = None,
-        body_digest: str = "",
-    ) -> Any: ...
+    async def prepare(self, principal: Principal, q: Question) -> Any: ...
 
     def events(self, prepared: Any) -> AsyncIterator[Event]: ...
 
@@ -156,9 +143,8 @@ class AnswerService:
         filters = bounded_filters(s, args.filters)
         max_tokens = output_cap(s.generator, caller.tenant_id, args.max_tokens)
         key = args.idempotency_key
-        started: Started = await self.answers.prepare(
-            caller.principal,
-            query,
+        question = Question(
+            query=query,
             filters=filters,
             top_k=bounded_top_k(s, args.top_k),
             max_tokens=max_tokens,
@@ -168,6 +154,7 @@ class AnswerService:
             idempotency_key=key,
             body_digest=request_digest(args.body) if key is not None else "",
         )
+        started: Started = await self.answers.prepare(caller.principal, question)
         events = self.answers.events(started)
         if started.cache == "miss":
             events = self._charged(caller, events)

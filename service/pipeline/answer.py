@@ -60,6 +60,23 @@ def number_sources(hits: Sequence[Hit]) -> list[Source]:
     ]
 
 
+class Question(msgspec.Struct, kw_only=True, frozen=True):
+    """One question as an answer pipeline takes it (besides who asks)."""
+
+    query: str
+    filters: FilterSpec | None
+    top_k: int
+    max_tokens: int
+    request_id: str
+    operation: str = ANSWER
+    """Picks the generator chain (`chat` for chat completions)."""
+    context: str = ""
+    """A chat's condensed earlier turns."""
+    idempotency_key: str | None = None
+    body_digest: str = ""
+    """With `idempotency_key`: the digest of the request it binds the key to."""
+
+
 class PreparedAnswer(msgspec.Struct, kw_only=True):
     """An answer retrieved, trimmed and numbered, ready for its generator."""
 
@@ -97,55 +114,42 @@ class AnswerPipeline:
         self.router = router
         self.grounder = grounder or Grounder.from_settings(settings.grounding, None)
 
-    async def prepare(
-        self,
-        principal: Principal,
-        query: str,
-        *,
-        filters: FilterSpec | None,
-        top_k: int,
-        max_tokens: int,
-        request_id: str,
-        operation: str = ANSWER,
-        context: str = "",
-        idempotency_key: str | None = None,
-        body_digest: str = "",
-    ) -> PreparedAnswer:
+    async def prepare(self, principal: Principal, q: Question) -> PreparedAnswer:
         """Retrieve under the budget; `context` (condensed earlier turns) widens the search.
 
         The bare pipeline keeps no idempotency records (the runtime's `CachingPipeline` does):
         a request with an idempotency key is refused rather than silently not protected."""
-        if idempotency_key is not None:
+        if q.idempotency_key is not None:
             raise InvalidRequest(
                 "idempotency keys need the answer cache", code="idempotency_unavailable"
             )
         budget = Budget(self.settings.budget.ttft_ms)
         hits = await self.retriever.retrieve(
             principal,
-            f"{context}\n{query}" if context else query,
-            filters=filters,
-            top_k=top_k,
+            f"{q.context}\n{q.query}" if q.context else q.query,
+            filters=q.filters,
+            top_k=q.top_k,
             budget=budget,
         )
         t = self.settings.trim  # before numbering: S1…Sn are the passages the generator sees
         hits = trim(
-            prefer_language(query, hits),
+            prefer_language(q.query, hits),
             budget_tokens=t.context_tokens,
             duplicate_threshold=t.duplicate_threshold,
             merge=t.merge_neighbours,
         )
-        decision = decide(query, hits) if self.settings.generator.abstain else None
+        decision = decide(q.query, hits) if self.settings.generator.abstain else None
         return PreparedAnswer(
-            request_id=request_id,
-            query=query,
+            request_id=q.request_id,
+            query=q.query,
             hits=hits,
             sources=number_sources(hits),
-            max_tokens=max_tokens,
+            max_tokens=q.max_tokens,
             cache="miss",
             budget=budget,
             tenant_id=principal.tenant_id,
-            operation=operation,
-            context=context,
+            operation=q.operation,
+            context=q.context,
             answerability=decision,
         )
 

@@ -1,4 +1,5 @@
-"""Fixtures for generation tests: a real OpenAI-compatible upstream process, and a second app on
+"""Fixtures for CLI tests (`cli_env`: a state directory of the CLI's own) and for generation
+tests: a real OpenAI-compatible upstream process, and a second app on
 its own socket whose generator chain is `openai` → `extractive` (sharing the session runtime's
 database, index and embedder).
 """
@@ -20,9 +21,17 @@ import pytest
 
 from service.generate.factory import open_router
 from service.runtime import Runtime
+from tests.helpers import cli_state
 from tests.serving import free_port, serve
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def cli_env(settings: Any, embedder: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """tmp_path, with `ragline` set to run on a state directory below it (see `cli_state`)."""
+    cli_state(settings, tmp_path, monkeypatch)
+    return tmp_path
 
 
 class Upstream:

@@ -29,6 +29,7 @@ from service.db.tenants import create_tenant
 from service.identity import Principal
 from service.ingest.documents import SourceDoc
 from service.ingest.pipeline import Indexer
+from service.pipeline.answer import Question
 from service.pipeline.events import Done, Sources
 from tests.cache_helpers import (
     TEST_REDIS_URL,
@@ -93,9 +94,8 @@ async def _forget_prefix(client: Redis, prefix: str) -> None:
 
 
 async def answer(rt: Any, principal: Principal, query: str, top_k: int = 3) -> tuple[Any, ...]:
-    prepared = await rt.answers.prepare(
-        principal, query, filters=None, top_k=top_k, max_tokens=256, request_id="t"
-    )
+    q = Question(query=query, filters=None, top_k=top_k, max_tokens=256, request_id="t")
+    prepared = await rt.answers.prepare(principal, q)
     sources: list[Any] = []
     text = ""
     async for event in rt.answers.events(prepared):

@@ -18,8 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from service.cli import main
-from tests.helpers import write
+from tests.helpers import cli_state, ragline, write
 from tests.serving import free_port
 
 pytestmark = pytest.mark.integration
@@ -29,17 +28,13 @@ pytestmark = pytest.mark.integration
 def served_state(
     settings: Any, embedder: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[tuple[Path, subprocess.Popen[bytes]]]:
-    state = tmp_path / "state"
-    state.mkdir()
-    (state / "models").symlink_to((settings.state_dir / "models").resolve())
+    state = cli_state(settings, tmp_path, monkeypatch)
     env = {
         **os.environ,
         "RAGLINE_DATABASE_URL": settings.database.url,
         "RAGLINE_STORAGE_STATE_DIR": str(state),
         "HF_HUB_OFFLINE": "1",
     }
-    monkeypatch.setenv("RAGLINE_DATABASE_URL", settings.database.url)
-    monkeypatch.setenv("RAGLINE_STORAGE_STATE_DIR", str(state))
     port = free_port()
     log = (tmp_path / "serve.log").open("wb")
     proc = subprocess.Popen(
@@ -69,14 +64,6 @@ def served_state(
                 proc.kill()
                 proc.wait()
         log.close()
-
-
-async def ragline(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
-    capsys.readouterr()
-    code = await asyncio.to_thread(main, list(argv))
-    cap = capsys.readouterr()
-    out = cap.out.strip()
-    return code, json.loads(out.splitlines()[-1]) if out.startswith(("{", "[")) else out, cap.err
 
 
 async def test_index_add_goes_through_the_running_server(

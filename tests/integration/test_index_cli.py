@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
@@ -16,26 +15,9 @@ import pytest
 
 from service.cli import command_group, main
 from tests.files import make_corpus
-from tests.helpers import write
+from tests.helpers import ragline, write
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def cli_env(settings: Any, embedder: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    state = tmp_path / "state"
-    state.mkdir()
-    (state / "models").symlink_to((settings.state_dir / "models").resolve())
-    monkeypatch.setenv("RAGLINE_DATABASE_URL", settings.database.url)
-    monkeypatch.setenv("RAGLINE_STORAGE_STATE_DIR", str(state))
-    return tmp_path
-
-
-async def ragline(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
-    capsys.readouterr()
-    code = await asyncio.to_thread(main, list(argv))
-    out = capsys.readouterr().out.strip()
-    return code, json.loads(out.splitlines()[-1]) if out.startswith(("{", "[")) else out
 
 
 async def test_index_add_status_ls_and_exit_codes(
@@ -45,38 +27,38 @@ async def test_index_add_status_ls_and_exit_codes(
     (docs / "broken.pdf").write_bytes(b"%PDF-1.4 nope")
     assert (await ragline(capsys, "tenants", "create", "clico"))[0] == 0
 
-    code, plan = await ragline(capsys, "index", "add", str(docs), "--tenant", "clico",
+    code, plan, _ = await ragline(capsys, "index", "add", str(docs), "--tenant", "clico",
                                "--public", "--dry-run", "--json")  # fmt: skip
     assert code == 1 and plan["dry_run"] and plan["added"] == 7 and plan["failed"] == 1
     assert {c["action"] for c in plan["changes"]} == {"add"}
-    code, ls = await ragline(capsys, "index", "ls", "--tenant", "clico", "--json")
+    code, ls, _ = await ragline(capsys, "index", "ls", "--tenant", "clico", "--json")
     assert ls == []
 
-    code, s = await ragline(capsys, "index", "add", str(docs), "--tenant", "clico",
+    code, s, _ = await ragline(capsys, "index", "add", str(docs), "--tenant", "clico",
                             "--public", "--json", "--exclude", "*.jsonl")  # fmt: skip
     assert code == 1 and (s["added"], s["failed"]) == (5, 1)
     assert s["errors"][0]["path"].endswith("broken.pdf") and s["errors"][0]["reason"]
 
     (docs / "broken.pdf").unlink()
     write(docs, "notes.txt", "Lunch notes\n\nThe canteen now serves idli on Fridays.\n")
-    code, s = await ragline(capsys, "index", "add", str(docs), "--tenant", "clico",
+    code, s, _ = await ragline(capsys, "index", "add", str(docs), "--tenant", "clico",
                             "--public", "--json", "--prune")  # fmt: skip
     assert code == 0 and (s["added"], s["updated"], s["unchanged"]) == (2, 1, 4)
 
-    code, ls = await ragline(capsys, "index", "ls", "--tenant", "clico", "--json")
+    code, ls, _ = await ragline(capsys, "index", "ls", "--tenant", "clico", "--json")
     assert len(ls) == 7 and {r["status"] for r in ls} == {"indexed"}
     assert {"doc_id", "title", "lang", "chunks", "acl", "indexed_at"} <= set(ls[0])
 
-    code, rm = await ragline(capsys, "index", "rm", "--tenant", "clico", "faq-1", "--json")
+    code, rm, _ = await ragline(capsys, "index", "rm", "--tenant", "clico", "faq-1", "--json")
     assert code == 0 and rm["removed"] == 1
 
-    code, status = await ragline(capsys, "index", "status", "--tenant", "clico", "--json")
+    code, status, _ = await ragline(capsys, "index", "status", "--tenant", "clico", "--json")
     (row,) = status
     assert (row["documents"], row["failed"], row["pending"]) == (6, 0, 0)
     assert row["chunks"] >= 6 and row["index_version"] >= 3
     assert row["last_run"]["kind"] == "rm" and row["last_run"]["status"] == "ok"
 
-    code, _ = await ragline(capsys, "index", "add", str(docs), "--tenant", "nosuch", "--public")
+    code, _, _ = await ragline(capsys, "index", "add", str(docs), "--tenant", "nosuch", "--public")
     assert code == 2
 
 

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -12,28 +10,9 @@ from typing import Any
 import pytest
 
 from indexing.sources.git import GitFetcher
-from service.cli import main
-from tests.helpers import write
+from tests.helpers import ragline, write
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def cli_env(settings: Any, embedder: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    state = tmp_path / "state"
-    state.mkdir()
-    (state / "models").symlink_to((settings.state_dir / "models").resolve())
-    monkeypatch.setenv("RAGLINE_DATABASE_URL", settings.database.url)
-    monkeypatch.setenv("RAGLINE_STORAGE_STATE_DIR", str(state))
-    return tmp_path
-
-
-async def ragline(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
-    capsys.readouterr()
-    code = await asyncio.to_thread(main, list(argv))
-    cap = capsys.readouterr()
-    out = cap.out.strip()
-    return code, json.loads(out.splitlines()[-1]) if out.startswith(("{", "[")) else out, cap.err
 
 
 def git(repo: Path, *args: str) -> None:

@@ -6,7 +6,6 @@ status` shows the source's last sync."""
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,9 +15,9 @@ import pytest
 from moto.server import ThreadedMotoServer
 
 from indexing.sources.s3 import S3Fetcher
-from service.cli import main
 from service.index.edge import EdgeIndex
 from tests.files import make_pdf
+from tests.helpers import ragline
 from tests.serving import free_port
 
 pytestmark = pytest.mark.integration
@@ -39,24 +38,6 @@ def s3_url(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         yield f"http://127.0.0.1:{port}"
     finally:
         server.stop()
-
-
-@pytest.fixture
-def cli_env(settings: Any, embedder: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    state = tmp_path / "state"
-    state.mkdir()
-    (state / "models").symlink_to((settings.state_dir / "models").resolve())
-    monkeypatch.setenv("RAGLINE_DATABASE_URL", settings.database.url)
-    monkeypatch.setenv("RAGLINE_STORAGE_STATE_DIR", str(state))
-    return tmp_path
-
-
-async def ragline(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
-    capsys.readouterr()
-    code = await asyncio.to_thread(main, list(argv))
-    cap = capsys.readouterr()
-    out = cap.out.strip()
-    return code, json.loads(out.splitlines()[-1]) if out.startswith(("{", "[")) else out, cap.err
 
 
 async def test_bucket_indexes_and_resyncs_incrementally(

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -15,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from service.cli import main
 from service.index.edge import EdgeIndex
+from tests.helpers import ragline
 
 pytestmark = pytest.mark.integration
 
@@ -87,24 +86,6 @@ def site() -> Iterator[tuple[str, Site]]:
     finally:
         server.shutdown()
         server.server_close()
-
-
-@pytest.fixture
-def cli_env(settings: Any, embedder: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    state = tmp_path / "state"
-    state.mkdir()
-    (state / "models").symlink_to((settings.state_dir / "models").resolve())
-    monkeypatch.setenv("RAGLINE_DATABASE_URL", settings.database.url)
-    monkeypatch.setenv("RAGLINE_STORAGE_STATE_DIR", str(state))
-    return tmp_path
-
-
-async def ragline(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
-    capsys.readouterr()
-    code = await asyncio.to_thread(main, list(argv))
-    cap = capsys.readouterr()
-    out = cap.out.strip()
-    return code, json.loads(out.splitlines()[-1]) if out.startswith(("{", "[")) else out, cap.err
 
 
 def robots(state: Site) -> None:

@@ -9,41 +9,20 @@ commands the test opens the same embedded index to look at the stored points.
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from indexing.loaders import Source, read_sources
-from service.cli import main
 from service.db.pool import open_pool
 from service.index.edge import EdgeIndex
 from service.ingest.pipeline import Indexer
 from service.ingest.plan import hash_salt
 from tests.files import make_pdf
-from tests.helpers import write
+from tests.helpers import ragline, write
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def cli_env(settings: Any, embedder: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    state = tmp_path / "state"
-    state.mkdir()
-    (state / "models").symlink_to((settings.state_dir / "models").resolve())
-    monkeypatch.setenv("RAGLINE_DATABASE_URL", settings.database.url)
-    monkeypatch.setenv("RAGLINE_STORAGE_STATE_DIR", str(state))
-    return tmp_path
-
-
-async def ragline(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
-    capsys.readouterr()
-    code = await asyncio.to_thread(main, list(argv))
-    cap = capsys.readouterr()
-    out = cap.out.strip()
-    data = json.loads(out.splitlines()[-1]) if out.startswith(("{", "[")) else out
-    return code, data, cap.err
 
 
 def make_tree(root: Path) -> Path:
