@@ -25,7 +25,7 @@ from service.index.protocol import VectorIndex
 from service.ingest.chunking import ChunkText, chunk_document
 from service.ingest.documents import SourceDoc
 from service.ingest.links import chunk_links
-from service.text.uris import is_server_path, public_uri
+from service.text.uris import SERVER_PATH_SQL, public_uri
 
 
 class RenameRefused(ValueError):
@@ -128,14 +128,15 @@ async def rename_documents(
 async def scrub_server_paths(pool: asyncpg.Pool, index: VectorIndex) -> int:
     """Replace the server paths older versions stored as links by relative ids (once each)."""
     async with pool.acquire() as conn:
+        # Runs at every start: PostgreSQL picks the rows (the pattern `is_server_path` uses)
+        # instead of shipping every document's row here.
         rows = await conn.fetch(
             "SELECT tenant_id, doc_id, source_uri, chunk_count FROM documents"
-            " WHERE legacy_uri IS NULL AND source_uri <> ''"
+            " WHERE legacy_uri IS NULL AND source_uri ~ $1",
+            SERVER_PATH_SQL,
         )
     done = 0
     for r in rows:
-        if not is_server_path(r["source_uri"]):
-            continue
         await index.set_links(r["tenant_id"], r["doc_id"], [r["doc_id"]] * r["chunk_count"])
         async with pool.acquire() as conn:
             await conn.execute(

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import re
 
-_WINDOWS = re.compile(r"^[A-Za-z]:[\\/]")
+# An absolute path (POSIX, home, UNC or Windows drive) or a file: URL. One pattern that Python
+# and PostgreSQL read alike, so SQL can pick the same rows `is_server_path` would.
+SERVER_PATH_SQL = r"^(/|file:|~|\\|[A-Za-z]:[\\/])"
+_SERVER_PATH = re.compile(SERVER_PATH_SQL)
 
 
 def is_url(value: str) -> bool:
@@ -13,7 +16,7 @@ def is_url(value: str) -> bool:
 
 def is_server_path(value: str) -> bool:
     """An absolute path (or file: URL) of the machine that indexed the document."""
-    return value.startswith(("/", "file:", "~", "\\")) or bool(_WINDOWS.match(value))
+    return _SERVER_PATH.match(value) is not None
 
 
 def public_uri(uri: str, doc_id: str) -> str:
