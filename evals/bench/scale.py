@@ -36,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -359,8 +359,15 @@ def size_summary(sizes: Sequence[int]) -> dict[str, Any]:
 
 
 def run_size(
-    n: int, pool: Pool, workload_src: tuple[list[str], np.ndarray], args: argparse.Namespace
-) -> dict[str, Any]:
+    n: int,
+    pool: Pool,
+    workload_src: tuple[list[str], np.ndarray],
+    args: argparse.Namespace,
+    entry: dict[str, Any],
+    save: Callable[[], None],
+) -> None:
+    """Build and measure one size into `entry`; `save` is called after each stage (a long
+    run's results are on disk as they come)."""
     settings = _settings(args)
     spec = scale_spec(settings, args.dim, args.indexing_threshold_kb)
     sizes = tenant_sizes(n, tenants_for(n, args.tenants), args.zipf)
@@ -370,7 +377,7 @@ def run_size(
     work.mkdir(parents=True, exist_ok=True)
     wl = work / "workload.json"
     wl.write_bytes(msgspec.json.encode(make_workload(*workload_src, sizes, args.seed)))
-    entry: dict[str, Any] = {"chunks": n, "layout": size_summary(sizes), "loadavg_start": load()}
+    entry.update(chunks=n, layout=size_summary(sizes), loadavg_start=load())
     print(f"[{n}] writing {n} chunks for {len(sizes)} tenants", file=sys.stderr, flush=True)
     entry["build"] = asyncio.run(build(path, replicas, settings, spec))
     cos = replicas.cosines
@@ -380,6 +387,7 @@ def run_size(
     print(f"[{n}] built {entry['build']}; measuring as served", file=sys.stderr, flush=True)
     entry["served"] = measure_in_child(path, wl, args)
     entry["served"]["loadavg"] = load()
+    save()
     if not args.no_optimize:
         print(f"[{n}] optimize()", file=sys.stderr, flush=True)
         entry["build"]["optimize_s"] = asyncio.run(optimize(path, settings, spec))
@@ -390,7 +398,6 @@ def run_size(
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     print(f"[{n}] {json.dumps(entry)}", file=sys.stderr, flush=True)
-    return entry
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -434,8 +441,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
     del embedder
     for n in args.sizes:
-        report["sizes"].append(run_size(n, pool, (texts, qvecs), args))
-        write_report(report, args.out)  # each size as soon as it is measured
+        entry: dict[str, Any] = {"chunks": n}
+        report["sizes"].append(entry)
+        run_size(n, pool, (texts, qvecs), args, entry, lambda: write_report(report, args.out))
+        write_report(report, args.out)
     report["loadavg_end"] = load()
     return report
 
@@ -458,26 +467,79 @@ def write_report(report: dict[str, Any], out: Path) -> None:
 # ----------------------------------------------------------------------------- plot
 
 
+def _points(report: dict[str, Any], pick: Any) -> list[tuple[float, float]]:
+    out = []
+    for s in report["sizes"]:
+        value = pick(s)
+        if value is not None:
+            out.append((float(s["chunks"]), float(value)))
+    return out
+
+
+def _caption(report: dict[str, Any]) -> str:
+    return f"{report['date']}, {report['machine']}, load {report['loadavg_start']}"
+
+
 def plot(report: dict[str, Any]) -> str:
     """Search p95 against corpus size, as served and optimized, filtered and unfiltered."""
     series: dict[str, list[tuple[float, float]]] = {}
     for state in ("served", "optimized"):
-        for v, label in (("unfiltered", "unfiltered"), ("filtered_by_size", "filtered")):
-            pts = [
-                (float(s["chunks"]), float(s[state]["search_ms"][v]["p95"]))
-                for s in report["sizes"]
-                if state in s
-            ]
+        for v, label in (
+            ("unfiltered", "unfiltered"),
+            ("filtered_by_size", "filtered"),
+            ("filtered_largest", "largest tenant"),
+        ):
+            pts = _points(report, lambda s, st=state, v=v: _get(s, st, "search_ms", v, "p95"))
             if pts:
-                series[f"{label}, {state} p95"] = pts
-    when = f"{report['date']}, {report['machine']}, load {report['loadavg_start']}"
+                series[f"{label}, {state}"] = pts
     return line_chart(
         series,
         title="Qdrant Edge search p95 (ms) by corpus size",
         x_label="chunks in the shard (log)",
-        y_label="ms (log)",
-        caption=when,
+        y_label="p95 ms (log)",
+        caption=_caption(report),
     )
+
+
+def plot_memory(report: dict[str, Any]) -> str:
+    """Disk, resident memory and cold start against corpus size."""
+    series = {
+        "disk MB, served": _points(report, lambda s: _get(s, "disk_mb", "served")),
+        "disk MB, optimized": _points(report, lambda s: _get(s, "disk_mb", "optimized")),
+        "RSS MB, served": _points(
+            report, lambda s: _get(s, "served", "memory_after_workload", "rss_mb")
+        ),
+        "RSS MB, optimized": _points(
+            report, lambda s: _get(s, "optimized", "memory_after_workload", "rss_mb")
+        ),
+        "cold start ms, served": _points(
+            report, lambda s: _get(s, "served", "cold_start_ms", "total")
+        ),
+        "cold start ms, optimized": _points(
+            report, lambda s: _get(s, "optimized", "cold_start_ms", "total")
+        ),
+    }
+    return line_chart(
+        {k: v for k, v in series.items() if v},
+        title="Disk, RSS (MB) and cold start (ms) by corpus size",
+        x_label="chunks in the shard (log)",
+        y_label="MB or ms (log)",
+        caption=_caption(report),
+    )
+
+
+def _get(d: Any, *keys: str) -> Any:
+    for k in keys:
+        if not isinstance(d, dict) or k not in d:
+            return None
+        d = d[k]
+    return d
+
+
+def write_plots(report: dict[str, Any], path: Path) -> None:
+    """`path` gets the latency chart; `<stem>-memory.svg` beside it the memory one."""
+    path.write_text(plot(report) + "\n")
+    path.with_name(f"{path.stem}-memory.svg").write_text(plot_memory(report) + "\n")
 
 
 # ----------------------------------------------------------------------------- command line
@@ -527,7 +589,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.plot_only:
         if not args.plot:
             parser.error("--plot-only needs --plot")
-        args.plot.write_text(plot(json.loads(args.out.read_text())))
+        write_plots(json.loads(args.out.read_text()), args.plot)
         return 0
     limit_native_threads(_settings(args).embedder.threads)
     with bench_lock():
@@ -535,7 +597,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     write_report(report, args.out)
     announce(args.out)
     if args.plot:
-        args.plot.write_text(plot(report))
+        write_plots(report, args.plot)
     return 0
 
 
