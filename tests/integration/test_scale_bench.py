@@ -98,7 +98,7 @@ def test_scale_machinery_on_a_toy_corpus(embedder: Any, tmp_path: Path) -> None:
         "sizes": [{"chunks": 2_000, "served": served, "optimized": opt}],
     }
     svg = plot(report)
-    assert svg.startswith("<svg") and svg.count("<polyline") == 6
+    assert svg.startswith("<svg") and svg.count("<polyline") == 5
 
 
 def test_violations_catch_another_tenant_a_forbidden_group_and_the_metadata() -> None:
