@@ -29,7 +29,6 @@ from evals.bench.corpus import ChunkRow, chunk_corpus, doc_acl, doc_metadata, em
 from evals.datasets import Doc, data_root, load_dataset
 from service.embed.protocol import Embedder
 from service.index.protocol import Chunk
-from service.ingest.chunking import chunk_document
 from service.text.bm25 import doc_vector
 
 SOURCES = ("scifact", "clapnq", "xquad-en", "fastapi-docs")
@@ -60,21 +59,6 @@ def _fastapi_docs(data_dir: Path | None) -> list[Doc]:
     return docs
 
 
-def _markdown_rows(docs: Sequence[Doc], embedder: Embedder) -> list[ChunkRow]:
-    rows: list[ChunkRow] = []
-    for doc in docs:
-        pieces = chunk_document(
-            doc.text,
-            title=doc.title,
-            markdown=True,
-            count_tokens=embedder.count_tokens,
-            max_tokens=embedder.max_tokens,
-        )
-        for i, p in enumerate(pieces):
-            rows.append(ChunkRow(doc.id, i, p.title(doc.title), p.text, p.embed_text(doc.title)))
-    return rows
-
-
 def base_pool(
     embedder: Embedder,
     cache_dir: Path,
@@ -87,7 +71,7 @@ def base_pool(
     per_source: dict[str, int] = {}
     for name in sources:
         if name == "fastapi-docs":
-            chunks = _markdown_rows(_fastapi_docs(data_dir), embedder)
+            chunks = chunk_corpus(_fastapi_docs(data_dir), embedder, markdown=True)
         else:
             chunks = chunk_corpus(load_dataset(name, data_dir).corpus, embedder)
         mats.append(embed_cached([c.embed_text for c in chunks], embedder, cache_dir / name))
