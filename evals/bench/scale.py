@@ -491,8 +491,9 @@ def _caption(report: dict[str, Any]) -> str:
     return f"{report['date']}, {report['machine']}, load {report['loadavg_start']}"
 
 
-def plot(report: dict[str, Any]) -> str:
-    """Search p95 against corpus size, as served and optimized, filtered and unfiltered."""
+def plot(report: dict[str, Any], stat: str = "p50") -> str:
+    """Search `stat` (p50, p95) against corpus size, as served and optimized, filtered and
+    unfiltered."""
     series: dict[str, list[tuple[float, float]]] = {}
     # not "unfiltered, optimized": with `m` 0 there is no collection-wide graph to walk, so
     # that search returns junk (its recall against an exact scan is in the results)
@@ -503,14 +504,14 @@ def plot(report: dict[str, Any]) -> str:
         ("optimized", "filtered_by_size", "filtered, optimized"),
         ("optimized", "filtered_largest", "largest tenant, optimized"),
     ):
-        pts = _points(report, lambda s, st=state, v=v: _get(s, st, "search_ms", v, "p95"))
+        pts = _points(report, lambda s, st=state, v=v: _get(s, st, "search_ms", v, stat))
         if pts:
             series[label] = pts
     return line_chart(
         series,
-        title="Qdrant Edge search p95 (ms) by corpus size",
+        title=f"Qdrant Edge search {stat} (ms) by corpus size",
         x_label="chunks in the shard (log)",
-        y_label="p95 ms (log)",
+        y_label=f"{stat} ms (log)",
         caption=_caption(report),
     )
 
@@ -551,8 +552,9 @@ def _get(d: Any, *keys: str) -> Any:
 
 
 def write_plots(report: dict[str, Any], path: Path) -> None:
-    """`path` gets the latency chart; `<stem>-memory.svg` beside it the memory one."""
+    """`path` gets the p50 chart; beside it `<stem>-p95.svg` and `<stem>-memory.svg`."""
     path.write_text(plot(report) + "\n")
+    path.with_name(f"{path.stem}-p95.svg").write_text(plot(report, "p95") + "\n")
     path.with_name(f"{path.stem}-memory.svg").write_text(plot_memory(report) + "\n")
 
 
