@@ -412,7 +412,10 @@ def run_size(
     entry["build"] = asyncio.run(build(path, replicas, settings, spec))
     cos = replicas.cosines
     entry["perturbed_cosine_to_base"] = {"mean": round(float(np.mean(cos)), 4), "min": min(cos)}
-    entry["disk_mb"] = {"served": round(disk_bytes(path) / 2**20, 1)}
+    entry["disk_mb"] = {
+        "served": round(disk_bytes(path) / 2**20, 1),
+        "of_which_wal": round(disk_bytes(path / "wal") / 2**20, 1),
+    }
     entry["builder_process"] = proc_status()
     print(f"[{n}] built {entry['build']}; measuring as served", file=sys.stderr, flush=True)
     entry["served"] = measure_in_child(path, wl, args)
@@ -422,6 +425,7 @@ def run_size(
         print(f"[{n}] optimize()", file=sys.stderr, flush=True)
         entry["build"].update(asyncio.run(optimize(path, settings, spec)))
         entry["disk_mb"]["optimized"] = round(disk_bytes(path) / 2**20, 1)
+        entry["disk_mb"]["optimized_wal"] = round(disk_bytes(path / "wal") / 2**20, 1)
         entry["optimized"] = measure_in_child(path, wl, args)
         entry["optimized"]["loadavg"] = load()
     entry["loadavg_end"] = load()
