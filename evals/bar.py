@@ -23,8 +23,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -32,8 +35,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import asyncpg
+
 from evals.datasets import SHARED_DATA
-from evals.load.server import Server, machine, write_result
+from evals.load.server import ADMIN_URL, Server, machine, write_result
 from evals.results import Metrics, read_report
 
 SUITE = "docs"
@@ -73,30 +78,67 @@ def table(by_lang: dict[str, dict[str, float | None]], counts: dict[str, int]) -
 
 
 class BarServer(Server):
-    """A server whose index holds the `docs` suite's corpus, prepared before it starts."""
+    """A server whose index holds the `docs` suite's corpus, prepared before it starts. With
+    `keep`, its state directory and database outlive it: a later run indexes nothing new."""
 
-    def __init__(self, data: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, data: Path, env: dict[str, str] | None = None, keep: Path | None = None
+    ) -> None:
         super().__init__(env=env or {}, tenants={})
         self.data = data
         self.key = ""
+        self.keep = keep
+        if keep is not None:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            keep.mkdir(parents=True, exist_ok=True)
+            self.tmp = keep.resolve()
+            self.db = "ragline_bar_" + hashlib.sha256(str(self.tmp).encode()).hexdigest()[:8]
+
+    def _run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        exe = str(Path(sys.executable).with_name("ragline"))
+        return subprocess.run(
+            [exe, *args], env=self.env, check=False, capture_output=True, text=True, timeout=7200
+        )
 
     def _launch(self) -> None:
-        out = self.ragline("eval", "prepare", SUITE, "--data", str(self.data), "--json")
-        self.key = str(json.loads(out)[0]["key"])
+        done = self._run("eval", "prepare", SUITE, "--data", str(self.data), "--json")
+        if done.returncode != 0:
+            raise RuntimeError(f"ragline eval prepare failed: {done.stderr[-2000:]}")
+        self.key = str(json.loads(done.stdout)[0]["key"])
         super()._launch()
 
     def run_eval(self, *args: str) -> int:
         """`ragline eval run` against this server; its exit code (3: a suite gate failed)."""
-        exe = str(Path(sys.executable).with_name("ragline"))
-        done = subprocess.run([exe, "eval", "run", *args], env=self.env, check=False, timeout=3600)
+        done = self._run("eval", "run", *args)
+        sys.stderr.write(done.stderr[-3000:])
         return done.returncode
+
+    async def start(self) -> None:
+        if self.keep is None:
+            await super().start()
+            return
+        admin = await asyncpg.connect(ADMIN_URL)
+        try:
+            if not await admin.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", self.db):
+                await admin.execute(f'CREATE DATABASE "{self.db}"')
+        finally:
+            await admin.close()
+        await asyncio.to_thread(self._launch)
+
+    async def stop(self) -> None:
+        if self.keep is None:
+            await super().stop()
+            return
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(30)
 
 
 async def serve_and_ask(
-    data: Path, split: str | None, report_path: Path, env: dict[str, str]
+    data: Path, split: str | None, report_path: Path, env: dict[str, str], keep: Path | None
 ) -> int:
     """Start the server, ask every question over HTTP, stop; `ragline eval run`'s exit code."""
-    server = BarServer(data, env)
+    server = BarServer(data, env, keep)
     await server.start()
     try:
         args = [SUITE, "--url", f"http://127.0.0.1:{server.port}", "--key", server.key]
@@ -136,6 +178,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="RAGLINE_X=V",
         help="a setting for the server (e.g. RAGLINE_RETRIEVAL_MIN_SUPPORT_COSINE=-1)",
     )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="keep the server's state here (and its database) for the next run: no re-indexing",
+    )
     args = parser.parse_args(argv)
     env = dict(item.split("=", 1) for item in args.set)
     if any(not k.startswith("RAGLINE_") for k in env):
@@ -144,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report_path = args.out.with_suffix(".report.json")
     report_path.parent.mkdir(parents=True, exist_ok=True)
     report_path.unlink(missing_ok=True)
-    code = asyncio.run(serve_and_ask(args.data.resolve(), args.split, report_path, env))
+    code = asyncio.run(serve_and_ask(args.data.resolve(), args.split, report_path, env, args.keep))
     if not report_path.exists():
         print(f"evals.bar: ragline eval run failed (exit {code})", file=sys.stderr)
         return 1
