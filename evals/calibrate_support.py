@@ -25,8 +25,7 @@ import msgspec
 
 from evals.datasets import SHARED_DATA
 from evals.metrics import mean, ndcg_at_k
-from evals.prepare import principal, sync_corpus
-from evals.suite import load_suite
+from evals.prepare import synced_suites
 from service.config import load_settings
 from service.index.fusion import DENSE_KEY, SPARSE_KEY, supported
 from service.index.protocol import Hit
@@ -55,24 +54,20 @@ async def collect(data: Path, suites: Sequence[str], config: str | None) -> list
     rt = await Runtime.open(settings)
     rows: list[Row] = []
     try:
-        for name in suites:
-            suite = load_suite(name, data_dir=data)
-            tenant = suite.tenant()
-            summary = await sync_corpus(suite, tenant, rt.pool, rt.index, rt.embedder)
-            print(f"{name}: added {summary.added}, unchanged {summary.unchanged}", flush=True)
-            who = principal(suite, tenant)
+        async for suite, who in synced_suites(suites, data, rt.pool, rt.index, rt.embedder):
             k = suite.manifest.request.search_top_k
             for q in suite.questions:
                 hits = await rt.retriever.retrieve(
                     who, q.question, filters=None, top_k=k, budget=Budget(60_000)
                 )
+                split, kind = q.tags.get("split", "test"), q.answerable
                 rows.append(
                     Row(
-                        suite=name,
+                        suite=suite.name,
                         id=q.id,
-                        split=q.tags.get("split", "test"),
+                        split=split,
                         lang=q.lang,
-                        answerable=q.answerable,
+                        answerable=kind,
                         gold=q.gold_docs,
                         hits=hits,
                     )
