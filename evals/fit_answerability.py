@@ -55,7 +55,9 @@ LEXICAL_FEATURES = ["coverage", "sentence_coverage", "log_terms"]
 """No raw BM25: its scale follows the collection's size (IDF), which differs between the
 tenants it is fitted on and a small deployment; the shares of question terms do not."""
 DENSE_FEATURES = ["dense_top", *LEXICAL_FEATURES]
-VERSION = "answerability-1"
+SENTENCE_FEATURES = [*DENSE_FEATURES, "sentence_sim", "sentence_sim_first"]
+"""English questions over an index with sentence vectors (pooled at indexing)."""
+VERSION = "answerability-2"
 
 
 class Row(msgspec.Struct, kw_only=True):
@@ -221,10 +223,21 @@ def rates(model: Model, rows: Sequence[Row]) -> dict[str, dict[str, Any]]:
     return dict(sorted(out.items()))
 
 
-def curve(model: Model, rows: Sequence[Row], suite: str) -> list[dict[str, float]]:
-    """Abstention on unanswerable vs false abstention on answerable as the cut moves."""
-    sel = [r for r in rows if r.suite == suite]
-    probs = [(model.pick(r.signals).probability(r.signals), r.answerable) for r in sel]
+def curves(model: Model, rows: Sequence[Row]) -> dict[str, list[dict[str, float]]]:
+    """`curve` per suite with unanswerable questions, and per language of the `docs` suite."""
+    out = {s: curve(model, rows, s) for s in ("clapnq", "docs")}
+    for lang in sorted({r.lang for r in rows if r.suite == "docs"}):
+        out[f"docs/{lang}"] = curve(model, rows, "docs", lang)
+    return out
+
+
+def curve(
+    model: Model, rows: Sequence[Row], suite: str, lang: str | None = None
+) -> list[dict[str, float]]:
+    """Abstention on unanswerable vs false abstention on answerable as the cut moves (the cut
+    is a shift of every model's own threshold: 0.5 is the shipped operating point)."""
+    sel = [r for r in rows if r.suite == suite and (lang is None or r.lang == lang)]
+    probs = [(_shifted(model, r.signals), r.answerable) for r in sel]
     pos = [p for p, a in probs if a]
     neg = [p for p, a in probs if not a]
     out = []
@@ -239,9 +252,19 @@ def curve(model: Model, rows: Sequence[Row], suite: str) -> list[dict[str, float
     return out
 
 
+def _shifted(model: Model, s: Signals) -> float:
+    """p(answerable) mapped so that the picked model's own threshold sits at 0.5."""
+    logit = model.pick(s)
+    p, t = logit.probability(s), min(max(logit.threshold, 1e-6), 1 - 1e-6)
+    return p / (2 * t) if p < t else 0.5 + (p - t) / (2 * (1 - t))
+
+
 def extractive_answer(r: Row, sentences: int) -> str:
     """What the extractive generator answers from the row's hits."""
-    passages = [Passage(id=f"S{i}", title=h.title, text=h.text) for i, h in enumerate(r.hits, 1)]
+    passages = [
+        Passage(id=f"S{i}", title=h.title, text=h.text, sentence_scores=h.sentence_scores)
+        for i, h in enumerate(r.hits, 1)
+    ]
     picked = pick_sentences(r.question, passages, sentences)
     return " ".join(f"{s} [{sid}]" for s, sid in picked) if picked else NO_ANSWER
 
@@ -339,13 +362,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     dev = [r for r in rows if r.split == "dev"]
     test = [r for r in rows if r.split != "dev"]
     english = [r for r in dev if r.lang == "en" and r.signals.dense_top > 0]
+    with_sentences = [r for r in english if r.signals.has_sentences]
+    models = {
+        "dense": fit(english, DENSE_FEATURES, args.max_false),
+        "lexical": fit(dev, LEXICAL_FEATURES, args.max_false),
+    }
+    if with_sentences:
+        models["sentence"] = fit(with_sentences, SENTENCE_FEATURES, args.max_false)
     model = Model(
         version=VERSION,
-        models={
-            "dense": fit(english, DENSE_FEATURES, args.max_false),
-            "lexical": fit(dev, LEXICAL_FEATURES, args.max_false),
+        models=models,
+        fitted_on={
+            "dev_questions": len(dev),
+            "dense_questions": len(english),
+            "sentence_questions": len(with_sentences),
         },
-        fitted_on={"dev_questions": len(dev), "dense_questions": len(english)},
         command="python -m evals.fit_answerability --data ../shared/data"
         f" --max-false {args.max_false}",
     )
@@ -363,7 +394,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         "model": msgspec.to_builtins(model),
         "dev": rates(model, dev),
         "test": rates(model, test),
-        "test_curves": {s: curve(model, test, s) for s in ("clapnq", "docs")},
+        "dev_curves": curves(model, dev),
+        "test_curves": curves(model, test),
         "confidence_dev": confidence_report(model, grade(model, dev, golds, sentences)),
         "confidence_test": confidence_report(model, tested),
     }
