@@ -346,6 +346,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--recompute", action="store_true", help="recompute the signals from the stored hits"
     )
     parser.add_argument("--max-false", type=float, default=0.06)
+    parser.add_argument(
+        "--lang-models",
+        nargs="*",
+        default=[],
+        help="languages (hi, hinglish) that get a lexical model of their own",
+    )
     parser.add_argument("--model", type=Path, default=MODEL_PATH)
     parser.add_argument("--report", type=Path, help="dev/test rates and curves (JSON)")
     args = parser.parse_args(argv)
@@ -369,6 +375,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     }
     if with_sentences:
         models["sentence"] = fit(with_sentences, SENTENCE_FEATURES, args.max_false)
+    for lang in args.lang_models:  # a language's own lexical model (its questions only)
+        mine = [r for r in dev if r.lang == lang]
+        if mine:
+            models[lang] = fit(mine, LEXICAL_FEATURES, args.max_false)
     model = Model(
         version=VERSION,
         models=models,
@@ -378,7 +388,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             "sentence_questions": len(with_sentences),
         },
         command="python -m evals.fit_answerability --data ../shared/data"
-        f" --max-false {args.max_false}",
+        f" --max-false {args.max_false}"
+        + (f" --lang-models {' '.join(args.lang_models)}" if args.lang_models else ""),
     )
     golds = {
         (name, q.id): list(q.answers)

@@ -26,9 +26,9 @@ from service.config import load_settings
 from service.generate import select
 
 GRID = {
-    "SIM_WEIGHT": [0.0, 0.2, 0.4, 0.8, 1.6],
-    "SIM_FLOOR": [0.0, 0.2, 0.35],
-    "SIM_ALONE": [1.0, 0.6, 0.5],
+    "SIM_WEIGHT": [0.0, 0.3, 0.6, 1.2],
+    "SIM_FLOOR": [0.0, 0.3],
+    "SIM_ALONE": [1.0, 0.6],
 }
 
 

@@ -55,7 +55,11 @@ HINGLISH_STOP = frozenset(
 HINDI_QUESTION_STOP = frozenset(
     "कितना कितने कितनी किसने किसको किसका किसकी किसके कब कहां कहाँ कौनसा कौनसी कौन सा सी"
     " होते होती होता हुआ हुई हुए जाता जाती जाते सबसे बहुत सकते सकता सकती चाहिए करें करूं"
-    " करूँ करे बनाएं बनाते बताएं मैं हम आप अपने".split()
+    " करूँ करे बनाएं बनाते बताएं मैं हम आप अपने"
+    # how-to verbs ("enable", "use", "set", "send", "get", "read", "add", "run"): a translation
+    # says them in other words (or in English), so they never decide whether a page answers
+    " चालू बंद सक्षम इस्तेमाल उपयोग प्रयोग बदलें बदले सेट लौटाएं लौटाएँ भेजें प्राप्त पढ़ें"
+    " जोड़ें लें लिखें चलाएं चलाएँ करना करने करते बनाना बनाने".split()
 )
 # English function words BM25 keeps (possessives, quantifiers): not what a question is about.
 ENGLISH_QUESTION_STOP = frozenset(

@@ -34,12 +34,12 @@ COVERED = 0.9
 """Stop once this share of the question's weight is covered."""
 
 
-SIM_WEIGHT = 0.0
+SIM_WEIGHT = 1.2
 """Weight of the question–sentence cosine (sentence vectors pooled at indexing) in a
 sentence's score; 0 leaves selection lexical."""
-SIM_FLOOR = 0.0
+SIM_FLOOR = 0.3
 """Cosines below this add nothing (an unrelated sentence still has a small positive one)."""
-SIM_ALONE = 1.0
+SIM_ALONE = 0.6
 """A sentence sharing no question term is a candidate when its cosine is at least this."""
 
 

@@ -99,10 +99,18 @@ def test_abstain_message_follows_the_question_language() -> None:
 
 def test_shipped_model_is_loadable_and_sane() -> None:
     model = load_model()
-    assert set(model.models) == {"dense", "lexical"}
+    assert set(model.models) == {"sentence", "dense", "lexical"}
     for logit in model.models.values():
         assert 0 < logit.threshold < 1
-        weak = Signals(lang="en", dense_top=0.05, coverage=0.0, sentence_coverage=0.0, terms=4)
+        weak = Signals(
+            lang="en",
+            dense_top=0.05,
+            coverage=0.0,
+            sentence_coverage=0.0,
+            terms=4,
+            sentence_sim=0.05,
+            sentence_sim_first=0.05,
+        )
         strong = Signals(
             lang="en",
             dense_top=0.8,
@@ -110,6 +118,8 @@ def test_shipped_model_is_loadable_and_sane() -> None:
             coverage=1.0,
             sentence_coverage=1.0,
             terms=4,
+            sentence_sim=0.8,
+            sentence_sim_first=0.8,
         )
         assert logit.probability(weak) < logit.threshold < logit.probability(strong)
 
