@@ -30,6 +30,7 @@ from evals.answers import token_f1
 from evals.datasets import SHARED_DATA
 from evals.prepare import principal, sync_corpus
 from evals.suite import load_suite
+from evals.svg import bar_chart
 from service.answerability import (
     CONFIDENCE_FEATURES,
     MODEL_PATH,
@@ -322,10 +323,13 @@ def confidence_report(model: Model, graded: Sequence[Graded]) -> dict[str, Any]:
     bins: list[dict[str, float]] = []
     for lo in np.linspace(0, 0.9, 10):
         top = lo + 0.1 if lo < 0.85 else 1.01
-        sel = [y for s, y in zip(scores, labels, strict=True) if lo <= s < top]
+        sel = [(s, y) for s, y in zip(scores, labels, strict=True) if lo <= s < top]
         if sel:
-            right = round(sum(sel) / len(sel), 4)
-            bins.append({"from": round(float(lo), 1), "n": len(sel), "right": right})
+            right = round(sum(y for _, y in sel) / len(sel), 4)
+            mean = round(sum(s for s, _ in sel) / len(sel), 4)
+            bins.append(
+                {"from": round(float(lo), 1), "n": len(sel), "confidence": mean, "right": right}
+            )
     out: dict[str, Any] = {"n": len(graded), "right": round(sum(labels) / max(len(labels), 1), 4)}
     out["roc_auc"] = roc_auc(scores, labels)
     for suite in sorted({g.row.suite for g in graded}):
@@ -333,6 +337,24 @@ def confidence_report(model: Model, graded: Sequence[Graded]) -> dict[str, Any]:
         out[f"roc_auc.{suite}"] = roc_auc([scores[i] for i in idx], [labels[i] for i in idx])
     out["reliability"] = bins
     return out
+
+
+def reliability_html(report: dict[str, Any]) -> str:
+    """The reliability plot: per confidence bin, the mean confidence and the share right."""
+    charts = []
+    for split in ("dev", "test"):
+        conf = report[f"confidence_{split}"]
+        groups = [
+            (
+                f"{b['from']:.1f}–{b['from'] + 0.1:.1f} (n={b['n']})",
+                {"mean confidence": b["confidence"], "share right": b["right"]},
+            )
+            for b in conf["reliability"]
+        ]
+        title = f"Confidence reliability, {split} halves (ROC AUC {conf['roc_auc']})"
+        charts.append(bar_chart(groups, ["mean confidence", "share right"], title=title))
+    head = '<!doctype html><meta charset="utf-8"><title>Confidence reliability</title>'
+    return head + "\n" + "\n".join(f"<p>{c}</p>" for c in charts) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -354,6 +376,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--model", type=Path, default=MODEL_PATH)
     parser.add_argument("--report", type=Path, help="dev/test rates and curves (JSON)")
+    parser.add_argument("--plot", type=Path, help="the confidence reliability plot (HTML)")
     args = parser.parse_args(argv)
     if args.from_signals:
         dec = msgspec.json.Decoder(Row)
@@ -413,6 +436,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     text = json.dumps(report, indent=2, ensure_ascii=False)
     if args.report:
         args.report.write_text(text + "\n")
+    if args.plot:
+        args.plot.write_text(reliability_html(report))
     brief = {k: report[k] for k in ("dev", "test", "confidence_dev", "confidence_test")}
     json.dump(brief, sys.stdout, indent=1)
     print()

@@ -134,7 +134,8 @@ def compute(question: str, hits: Sequence[Hit]) -> Signals:
     if any(sims):
         sig.has_sentences = True
         sig.sentence_sim = max(max(s) for s in sims if s)
-        sig.sentence_sim_first = max(sims[0]) if sims[0] else 0.0
+        # the first passage's best (a passage without scores: the best of the others)
+        sig.sentence_sim_first = max(sims[0]) if sims[0] else sig.sentence_sim
     if not q_terms:
         return sig
     seen: set[str] = set()

@@ -84,7 +84,16 @@ def realign(text: str, sources: Sequence[Hit]) -> list[float]:
                 known.setdefault(_norm(unit), score)
     if not known:
         return []
-    return [known.get(_norm(u), NO_SCORE) for u in units(text)]
+    return [_score_of(_norm(u), known) for u in units(text)]
+
+
+def _score_of(unit: str, known: dict[str, float]) -> float:
+    """A unit's own score, else (units run together where two chunks meet) the best of the
+    known units it holds, else `NO_SCORE`."""
+    if unit in known:
+        return known[unit]
+    inside = [score for k, score in known.items() if k and k in unit]
+    return max(inside) if inside else NO_SCORE
 
 
 def _with_text(h: Hit, text: str, chunk_ix: int, sources: Sequence[Hit] = ()) -> Hit:

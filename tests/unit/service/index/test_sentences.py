@@ -55,4 +55,9 @@ def test_merged_and_cut_passages_keep_their_units_scores() -> None:
     assert merged.text == "One is here. Two is here. Three is here."
     assert merged.sentence_scores == [0.1, 0.2, 0.3]
     assert realign("Two is here. Other.", [a]) == [0.2, NO_SCORE]
+    # two units run together where the chunks meet (no sentence end between them)
+    c = _hit("c", 0, "See the picture: <img src=x>", [0.6])
+    d = _hit("d", 1, "The value is a member.", [0.5])
+    (joined,) = merge_neighbours([c, d])
+    assert joined.sentence_scores == [0.6]
     assert realign("Two is here.", [_hit("c", 0, "Two is here.")]) == []
