@@ -54,7 +54,7 @@ class SentenceTransformerEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32), []
         with torch.inference_mode():
-            out = self._model.encode(
+            out: list[dict[str, torch.Tensor]] = self._model.encode(  # type: ignore[assignment]
                 list(texts), output_value=None, convert_to_numpy=False, show_progress_bar=False
             )
         enc = self._model.tokenizer(

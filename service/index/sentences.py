@@ -47,7 +47,7 @@ def sentence_scores(query: np.ndarray, encoded: str) -> list[float]:
     if not len(vecs):
         return []
     sims = vecs @ query
-    empty = ~vecs.any(axis=1)
+    empty = [not bool(row.any()) for row in vecs]
     return [NO_SCORE if e else round(float(s), 4) for s, e in zip(sims, empty, strict=True)]
 
 

@@ -3,14 +3,11 @@ the sentence similarities pooled at indexing); it is when the evidence does."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
 from service.config import load_settings
-from service.generate.breaker import CircuitBreaker
-from service.generate.protocol import GenerationRecord, Passage, TokenStream
 from service.generate.router import GeneratorRouter
 from service.identity import Principal
 from service.index.filters import FilterSpec
@@ -18,6 +15,7 @@ from service.index.protocol import Hit
 from service.pipeline.answer import AnswerPipeline, Question
 from service.pipeline.budget import Budget
 from service.pipeline.events import Done
+from tests.cache_helpers import CountingGenerator
 
 pytestmark = pytest.mark.unit
 
@@ -25,33 +23,6 @@ TEXT = (
     "You can configure CORS in your FastAPI application using the CORSMiddleware. "
     "Import CORSMiddleware, create a list of allowed origins and add it as a middleware."
 )
-
-
-class ModelGenerator:
-    name = "model"
-    deterministic = False
-    instant = False
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    async def stream(
-        self,
-        question: str,
-        passages: Sequence[Passage],
-        *,
-        max_tokens: int,
-        context: str = "",
-        record: GenerationRecord | None = None,
-    ) -> TokenStream:
-        self.calls += 1
-        yield "Use CORSMiddleware [S1]."
-
-    def breakers(self) -> Sequence[CircuitBreaker]:
-        return ()
-
-    async def aclose(self) -> None:
-        return None
 
 
 class FixedRetrieval:
@@ -80,7 +51,7 @@ class FixedRetrieval:
 
 
 async def _answer(question: str, retrieval: Any) -> tuple[Done, int]:
-    model = ModelGenerator()
+    model = CountingGenerator(deterministic=False)  # runs as a model would
     pipeline = AnswerPipeline(retrieval, GeneratorRouter.of(model), load_settings(environ={}))
     q = Question(query=question, filters=None, top_k=5, max_tokens=64, request_id="r")
     prepared = await pipeline.prepare(Principal(tenant_id="t", user_id="u", groups=()), q)
