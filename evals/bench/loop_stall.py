@@ -1,10 +1,12 @@
 """How long a search stalls the event loop: Qdrant Edge holds the GIL while it searches.
 
 A probe coroutine asks to wake every `tick_ms` and records how late it woke. It runs first with
-the loop idle (the machine's own noise), then while searches run back to back through the
-service's `Retriever`-facing `VectorIndex.search` (its executor thread, as in production), with
-the same embedded index and query vectors. What the probe sees beyond the idle lateness is the
-stall a search causes to every other request on the loop.
+the loop idle (the machine's own noise), then while searches run back to back, 1 and 4 at a
+time (each after a 5 ms wait, as a request waits for its embedding), with the same embedded
+index and query vectors, two ways: `inline` is `EdgeIndex.search`
+as served (on the loop), `thread` the same search on the index's worker thread (how it was
+served before). What the probe sees beyond the idle lateness is the stall a search causes to
+every other request on the loop.
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ from evals.metrics import percentile
 from service.config import load_settings
 from service.embed.loader import load_embedder
 from service.identity import Principal
+from service.index.edge import EdgeIndex
 from service.pipeline.retrieve import build_search_query
 from service.runtime import limit_native_threads, open_index
 from service.text.bm25 import query_vector
 
 TICK_MS = 1.0
+GAP_S = 0.005
 
 
 def _dist(ms: Sequence[float]) -> dict[str, float]:
@@ -51,6 +55,8 @@ async def measure_stall(
     limit_native_threads(settings.embedder.threads)
     embedder = await asyncio.to_thread(load_embedder, settings)
     index = await asyncio.to_thread(open_index, settings, embedder.dim)
+    if not isinstance(index, EdgeIndex):
+        raise RuntimeError("the stall probe measures the embedded engine (index.backend edge)")
     principal = Principal(tenant_id=tenant, user_id="bench")
     qs = [queries[i % len(queries)] for i in range(searches)]
     vectors = await asyncio.to_thread(embedder.embed, qs)
@@ -71,25 +77,40 @@ async def measure_stall(
         stop.set()
         await task
         out["probe_late_ms_idle"] = _dist(idle)
+        edge = index
+
+        async def threaded(r: Any) -> Any:
+            return await edge._run(edge._search_sync, r)
+
+        modes = {"inline": edge.search, "thread": threaded}
         for concurrent in (1, 4):
-            late: list[float] = []
-            took: list[float] = []
-            stop = asyncio.Event()
-            task = asyncio.create_task(_probe(stop, late, TICK_MS))
-            pending = iter(requests)
+            for mode in ("inline", "thread", "inline", "thread"):  # twice each, interleaved
+                late: list[float] = []
+                took: list[float] = []
+                stop = asyncio.Event()
+                task = asyncio.create_task(_probe(stop, late, TICK_MS))
+                pending = iter(requests)
 
-            async def worker(pending: Any = pending, took: list[float] = took) -> None:
-                for r in pending:
-                    t0 = time.perf_counter()
-                    await index.search(r)
-                    took.append((time.perf_counter() - t0) * 1000)
+                async def worker(
+                    pending: Any = pending, took: list[float] = took, mode: str = mode
+                ) -> None:
+                    for r in pending:
+                        await asyncio.sleep(GAP_S)  # a request's embedding, before its search
+                        t0 = time.perf_counter()
+                        await modes[mode](r)
+                        took.append((time.perf_counter() - t0) * 1000)
 
-            await asyncio.gather(*(worker() for _ in range(concurrent)))
-            stop.set()
-            await task
-            out[f"searching_{concurrent}"] = {
-                "probe_late_ms": _dist(late),
-                "search_ms": _dist(took),
+                await asyncio.gather(*(worker() for _ in range(concurrent)))
+                stop.set()
+                await task
+                entry = out.setdefault(f"{mode}_{concurrent}", {"late": [], "took": []})
+                entry["late"] += late
+                entry["took"] += took
+        for key in [k for k in out if k.startswith(("inline_", "thread_"))]:
+            raw = out.pop(key)
+            out[f"searching_{key}"] = {
+                "probe_late_ms": _dist(raw["late"]),
+                "search_ms": _dist(raw["took"]),
             }
     finally:
         await index.close()

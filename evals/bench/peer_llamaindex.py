@@ -30,12 +30,20 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import torch  # noqa: E402
+import uvicorn  # noqa: E402
+from fastapi import FastAPI  # noqa: E402
 from llama_index.core import Document, Settings, StorageContext, VectorStoreIndex  # noqa: E402
 from llama_index.embeddings.huggingface import HuggingFaceEmbedding  # noqa: E402
 from llama_index.vector_stores.qdrant import QdrantVectorStore  # noqa: E402
+from pydantic import BaseModel  # noqa: E402
 from qdrant_client import QdrantClient  # noqa: E402
 
 COLLECTION = "scifact"
+
+
+class SearchBody(BaseModel):
+    query: str
+    top_k: int = 5
 
 
 def embed_model(model_dir: str) -> HuggingFaceEmbedding:
@@ -69,10 +77,6 @@ def build(args: argparse.Namespace) -> None:
 
 
 def serve(args: argparse.Namespace) -> None:
-    import uvicorn  # noqa: PLC0415
-    from fastapi import FastAPI  # noqa: PLC0415
-    from pydantic import BaseModel  # noqa: PLC0415
-
     Settings.embed_model = embed_model(args.model)
     client = QdrantClient(path=args.store)
     index = VectorStoreIndex.from_vector_store(
@@ -92,10 +96,6 @@ def serve(args: argparse.Namespace) -> None:
 
     retrieve("warm up", 5)
     app = FastAPI()
-
-    class SearchBody(BaseModel):
-        query: str
-        top_k: int = 5
 
     @app.get("/readyz")
     def readyz() -> dict[str, str]:

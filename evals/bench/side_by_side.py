@@ -256,6 +256,39 @@ def answer_ask(key: str) -> Ask:
     return ask
 
 
+LAG = "ragline_event_loop_lag_seconds_bucket"
+
+
+async def lag_buckets(http: httpx.AsyncClient) -> dict[float, float]:
+    """Ragline's loop-lag histogram (cumulative counts by upper bound, seconds) from /metrics."""
+    out: dict[float, float] = {}
+    for line in (await http.get("/metrics")).text.splitlines():
+        if line.startswith(LAG + "{"):
+            le = line.split('le="', 1)[1].split('"', 1)[0]
+            out[float("inf") if le == "+Inf" else float(le)] = float(line.rsplit(" ", 1)[1])
+    return out
+
+
+def lag_summary(before: dict[float, float], after: dict[float, float]) -> dict[str, Any]:
+    """Quantiles (bucket upper bounds, ms) of the lag samples taken between two scrapes."""
+    counts = {le: after[le] - before.get(le, 0.0) for le in sorted(after)}
+    total = counts.get(float("inf"), 0.0)
+
+    def q(p: float) -> float:
+        for le, n in counts.items():
+            if total and n >= p * total:
+                return round(le * 1000, 2)
+        return float("nan")
+
+    over_5 = total - counts.get(0.005, 0.0)
+    return {
+        "samples": int(total),
+        "p50_ms_at_most": q(0.5),
+        "p99_ms_at_most": q(0.99),
+        "share_over_5_ms": round(over_5 / total, 4) if total else 0.0,
+    }
+
+
 def client(url: str, clients: int) -> httpx.AsyncClient:
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     return httpx.AsyncClient(base_url=url, timeout=30, limits=limits)
@@ -277,15 +310,22 @@ async def side_by_side(
             https = {n: await stack.enter_async_context(client(systems[n][0], c)) for n in names}
             for n in names:  # warm-up: connections, first requests
                 await drive(https[n], systems[n][1], queries[:8], c, Tally())
+            lag: dict[float, float] = {}
             for r in range(rounds):
                 start = (r * per_round) % len(queries)
                 chunk = [queries[(start + i) % len(queries)] for i in range(per_round)]
                 order = names if r % 2 == 0 else names[::-1]
                 for n in order:
+                    before = await lag_buckets(https[n]) if n == "ragline" else {}
                     await drive(https[n], systems[n][1], chunk, c, tallies[n])
+                    if n == "ragline":
+                        for le, v in (await lag_buckets(https[n])).items():
+                            lag[le] = lag.get(le, 0.0) + v - before.get(le, 0.0)
         level: dict[str, Any] = {n: t.summary() for n, t in tallies.items()}
+        if lag:
+            level["ragline"]["event_loop_lag"] = lag_summary({}, lag)
         level["loadavg_1m"] = round(os.getloadavg()[0], 2)
-        if len(names) == 2:
+        if len(names) == 2 and all(tallies[n].ms for n in names):
             a, b = (level[n] for n in names)
             tag = f"{names[0]}_over_{names[1]}"
             level["ratios"] = {
