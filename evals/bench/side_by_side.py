@@ -31,13 +31,14 @@ import httpx
 from evals.bench.answer_latency import process, wait_http
 from evals.bench.loop_stall import measure_stall
 from evals.bench.output import announce, default_out
+from evals.bench.peers import peer_env, peer_python
 from evals.bench.serving import free_port
 from evals.metrics import percentile
 from service.embed.protocol import packaged_model_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 SUBSET = ROOT / "data" / "evals" / "scifact"
-PEER_SCRIPT = Path(__file__).with_name("peer_llamaindex.py")
+PEER_SCRIPT = Path(__file__).with_name("peers") / "llamaindex_serve.py"
 TENANT = "bench"
 TARGETS = {"p95_ratio_1_client_max": 0.5, "rps_ratio_4_clients_min": 2.0, "answer_p95_ms": 25.0}
 
@@ -145,7 +146,7 @@ class Ragline:
 
 
 class Peer:
-    """The LlamaIndex peer (`peer_llamaindex.py`) under the peer venv's Python."""
+    """The LlamaIndex peer (`peers/llamaindex_serve.py`) under the peer venv's Python."""
 
     def __init__(self, python: Path, state: Path, corpus: Path, docs: int) -> None:
         self.python, self.state, self.corpus, self.docs = python, state, corpus, docs
@@ -153,11 +154,7 @@ class Peer:
 
     @property
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
-        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-            env[var] = "1"  # the tuned peer: BLAS/torch threads 1
-        return env
+        return peer_env(threads=1)  # offline; the tuned peer: BLAS/torch threads 1
 
     def prepare(self) -> dict[str, Any]:
         store = self.state / "peer-llamaindex"
@@ -387,7 +384,12 @@ async def cold_starts(
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m evals.bench.serving", description=__doc__)
     p.add_argument("--peer", choices=["llamaindex", "none"], default="llamaindex")
-    p.add_argument("--peer-python", type=Path, help="Python of the peer's venv")
+    p.add_argument(
+        "--peer-python",
+        type=Path,
+        help="Python of a venv with evals/bench/peers/llamaindex.txt (default: the managed "
+        "venv of `scripts/peer-setup llamaindex`, made on first use)",
+    )
     p.add_argument("--corpus", type=Path, default=SUBSET / "corpus.jsonl")
     p.add_argument("--docs", type=int, default=0, help="first N documents only (0: all)")
     p.add_argument("--queries", type=Path, default=SUBSET / "questions.jsonl")
@@ -434,9 +436,8 @@ async def run(args: argparse.Namespace) -> int:
     report["ragline_index"] = await rl.prepare()
     peer: Peer | None = None
     if args.peer == "llamaindex":
-        if args.peer_python is None:
-            raise SystemExit("--peer-python PATH (the peer venv's python) is required")
-        peer = Peer(args.peer_python, state, args.corpus, args.docs)
+        python = await asyncio.to_thread(peer_python, "llamaindex", python=args.peer_python)
+        peer = Peer(python, state, args.corpus, args.docs)
         report["peer_index"] = await asyncio.to_thread(peer.prepare)
         report["peer"] = (
             "LlamaIndex VectorStoreIndex retriever (similarity_top_k=5) behind FastAPI/uvicorn, "

@@ -1,15 +1,15 @@
 """The peer of the serving benchmark: a LlamaIndex retriever behind FastAPI/uvicorn.
 
-Runs under the PEER's Python (a venv with llama-index-core, llama-index-embeddings-huggingface,
-llama-index-vector-stores-qdrant, fastapi, uvicorn), never imports Ragline, and is started by
-`python -m evals.bench.serving --peer llamaindex`. What a team would build with the framework
-they know, tuned: the same all-MiniLM-L6-v2 directory (loaded offline by path, HF_HUB_OFFLINE=1)
-through sentence-transformers on torch with one thread (BLAS/OpenMP threads 1), qdrant-client in
-local mode (on disk), LlamaIndex's default node parser (whole SciFact abstracts, the model
-truncating at 256 tokens), `index.as_retriever(similarity_top_k=k)`.
+Runs under the peer venv's Python (`evals.bench.peers.peer_python("llamaindex")`), imports
+nothing from Ragline, and is started by `python -m evals.bench.serving --peer llamaindex`. What
+a team would build with the framework it knows, tuned: the same all-MiniLM-L6-v2 directory
+(loaded offline by path, HF_HUB_OFFLINE=1) through sentence-transformers on torch with one
+thread (BLAS/OpenMP threads 1), qdrant-client in local mode (on disk), LlamaIndex's default node
+parser (whole SciFact abstracts; the model truncates at 256 tokens), and
+`index.as_retriever(similarity_top_k=k)` in a sync FastAPI route (its threadpool).
 
-    python peer_llamaindex.py build --model DIR --corpus corpus.jsonl --store DIR [--docs N]
-    python peer_llamaindex.py serve --model DIR --store DIR --port P
+    python llamaindex_serve.py build --model DIR --corpus corpus.jsonl --store DIR [--docs N]
+    python llamaindex_serve.py serve --model DIR --store DIR --port P
 
 `POST /v1/search {"query", "top_k"}` answers `{"results": [{"id", "score", "text"}]}`;
 `GET /readyz` is 200 once the model and the index are loaded (and warmed with one query).
