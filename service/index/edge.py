@@ -262,6 +262,8 @@ class EdgeIndex:
         self._quiet = asyncio.Event()
         """Set while no write runs: searches run inline, on the event loop, only then."""
         self._quiet.set()
+        self._turn = asyncio.Lock()
+        """One search per turn of the loop: queued searches take turns with everything else."""
         self._rw = RWLock()
 
     @contextlib.asynccontextmanager
@@ -421,14 +423,15 @@ class EdgeIndex:
     async def search(self, query: SearchQuery) -> list[Hit]:
         """Inline, on the event loop: the engine holds the GIL while it searches, so a worker
         thread would stall the loop just as long and add a hand-off and GIL ping-pong with the
-        loop on top (measured: `python -m evals.bench.serving`, "event_loop_stall"). Waits
-        while a write runs, so a search sees the index before or after it."""
-        await self._quiet.wait()
-        try:
-            hits = self._search_sync(query)
-        except Exception as exc:
-            raise UpstreamError(f"vector search failed: {type(exc).__name__}") from exc
-        return hits
+        loop on top (measured: `python -m evals.bench.serving`, "event_loop_stall"). Searches
+        take turns, so the loop stalls for one search at a time, not for all that are ready;
+        a search waits while a write runs, so it sees the index before or after it."""
+        async with self._turn:
+            await self._quiet.wait()
+            try:
+                return self._search_sync(query)
+            except Exception as exc:
+                raise UpstreamError(f"vector search failed: {type(exc).__name__}") from exc
 
     async def count(self, tenant_id: str) -> int:
         req = qe.CountRequest(
