@@ -262,8 +262,7 @@ class EdgeIndex:
         self._quiet = asyncio.Event()
         """Set while no write runs: searches run inline, on the event loop, only then."""
         self._quiet.set()
-        self._turn = asyncio.Lock()
-        """One search per turn of the loop: queued searches take turns with everything else."""
+        self._turn = asyncio.Lock()  # one search per turn of the loop
         self._rw = RWLock()
 
     @contextlib.asynccontextmanager
@@ -426,6 +425,7 @@ class EdgeIndex:
         loop on top (measured: `python -m evals.bench.serving`, "event_loop_stall"). Searches
         take turns, so the loop stalls for one search at a time, not for all that are ready;
         a search waits while a write runs, so it sees the index before or after it."""
+        await asyncio.sleep(0)  # always yield: a caller searching in a loop never starves it
         async with self._turn:
             await self._quiet.wait()
             try:
