@@ -92,7 +92,7 @@ class Telemetry:
 
     async def close(self) -> None:
         if self.loop_lag is not None:
-            await self.loop_lag.close()
+            self.loop_lag.close()
             self.loop_lag = None
         if self.usage is not None:
             await self.usage.close()

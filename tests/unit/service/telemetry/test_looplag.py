@@ -19,7 +19,7 @@ async def test_a_blocked_loop_shows_as_lag_and_close_stops_the_probe() -> None:
     await asyncio.sleep(0.02)  # a few idle ticks
     time.sleep(0.05)  # noqa: ASYNC251 - the point: a call that holds the loop
     await asyncio.sleep(0.02)
-    await probe.close()
+    probe.close()
     assert max(seen) >= 0.04  # the blocking call, at least most of it
     count = len(seen)
     await asyncio.sleep(0.02)
