@@ -51,7 +51,7 @@ async def serve_app(app: Any, **config: Any) -> AsyncIterator[str]:
 
 
 if __name__ == "__main__":
-    # here, not at the top: the benchmark imports this module's free_port
+    # here, not at the top: tests and benches import this module for `serve_app` alone
     from evals.bench.side_by_side import main
 
     raise SystemExit(main())

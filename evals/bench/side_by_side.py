@@ -28,11 +28,10 @@ from typing import Any
 import asyncpg
 import httpx
 
-from evals.bench.answer_latency import process, wait_http
+from evals.bench.answer_latency import free_port, process, wait_http
 from evals.bench.loop_stall import measure_stall
 from evals.bench.output import announce, default_out
 from evals.bench.peers import peer_env, peer_python
-from evals.bench.serving import free_port
 from evals.metrics import percentile
 from service.embed.protocol import packaged_model_dir
 
