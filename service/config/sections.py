@@ -270,7 +270,18 @@ class RetrievalSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
 
 # Payload keys Ragline writes on every indexed chunk; `retrieval.metadata_fields` may not use them.
 RESERVED_PAYLOAD = frozenset(
-    {"tenant_id", "doc_id", "chunk_ix", "acl", "title", "text", "source_uri", "lang", "doc_version"}
+    {
+        "tenant_id",
+        "doc_id",
+        "chunk_ix",
+        "acl",
+        "title",
+        "text",
+        "source_uri",
+        "lang",
+        "doc_version",
+        "sentence_vectors",
+    }
 )
 
 GeneratorName = Literal["extractive", "local", "openai"]

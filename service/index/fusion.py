@@ -23,6 +23,8 @@ import math
 from collections.abc import Sequence
 from typing import Literal
 
+import msgspec
+
 from service.index.protocol import Hit
 
 FusionMethod = Literal["convex", "zscore", "rrf"]
@@ -93,18 +95,5 @@ def fuse(
     out = []
     for i in order:
         h = hits[i]
-        out.append(
-            Hit(
-                id=h.id,
-                doc_id=h.doc_id,
-                chunk_ix=h.chunk_ix,
-                score=fused[i],
-                text=h.text,
-                title=h.title,
-                source_uri=h.source_uri,
-                lang=h.lang,
-                metadata=h.metadata,
-                scores=h.scores,
-            )
-        )
+        out.append(msgspec.structs.replace(h, score=fused[i]))
     return out

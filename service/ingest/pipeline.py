@@ -41,6 +41,7 @@ from service.index.protocol import VectorIndex
 from service.ingest.documents import LoadError, SourceDoc
 from service.ingest.plan import Changed, ChunkedDoc, DocPlanner, Settled, chunk, hash_salt, where
 from service.ingest.relink import links_for, relink
+from service.ingest.sentences import embed_chunks
 from service.ingest.summary import Change, Failure, NoProgress, Progress, Summary
 
 PruneScope = Callable[[DocRow], bool]
@@ -240,12 +241,17 @@ class Indexer:
         async def embed(refs: list[tuple[ChunkedDoc, int]]) -> None:
             texts = [p.texts[i] for p, i in refs]
             try:
-                vectors = await loop.run_in_executor(executor, self.embedder.embed, texts)
+                spans = [p.spans[i] if p.spans else [] for p, i in refs]
+                vectors, sentences = await loop.run_in_executor(
+                    executor, embed_chunks, self.embedder, texts, spans
+                )
                 self.embed_calls += 1
                 if self.embedded_batches is not None:
                     self.embedded_batches.append(texts)
-                for (p, i), v in zip(refs, vectors, strict=True):
+                for (p, i), v, sv in zip(refs, vectors, sentences, strict=True):
                     p.vectors[i] = v.tolist()
+                    if p.sentence_vectors:
+                        p.sentence_vectors[i] = sv
             except Exception as exc:
                 for p, _ in refs:
                     p.error = p.error or f"embedding failed: {type(exc).__name__}: {exc}"
