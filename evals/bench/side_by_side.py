@@ -34,6 +34,7 @@ from evals.bench.output import announce, default_out
 from evals.bench.peers import peer_env, peer_python
 from evals.metrics import percentile
 from service.embed.protocol import packaged_model_dir
+from service.ingest.plan import CHUNKER_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 SUBSET = ROOT / "data" / "evals" / "scifact"
@@ -62,8 +63,9 @@ def load_queries(path: Path) -> list[str]:
 
 
 def digest(path: Path, docs: int) -> str:
+    """The index's identity: corpus, slice and Ragline's chunker (a new chunker re-indexes)."""
     h = hashlib.sha256(path.read_bytes())
-    h.update(str(docs).encode())
+    h.update(f"{docs}:{CHUNKER_VERSION}".encode())
     return h.hexdigest()[:16]
 
 
