@@ -37,7 +37,13 @@ from typing import Any
 
 import msgspec
 
-from evals.bench.index_peer import PEER_SCRIPTS, PeerBench, report, run_side_by_side
+from evals.bench.index_peer import (
+    PEER_SCRIPTS,
+    PeerBench,
+    drop_tenants,
+    report,
+    run_side_by_side,
+)
 from evals.bench.output import announce, default_out
 from evals.bench.peers import PeerUnavailable
 from indexing.loaders import list_sources, read_sources
@@ -207,15 +213,6 @@ def _cli_rerun(
     return elapsed, int(summary["unchanged"])
 
 
-async def _drop_tenant(settings: Settings, tenant: str) -> None:
-    pool = await open_pool(settings)
-    try:
-        async with pool.acquire() as conn:
-            await conn.execute("DELETE FROM tenants WHERE tenant_id = $1", tenant)
-    finally:
-        await pool.close()
-
-
 def run_bench(settings: Settings, args: argparse.Namespace) -> IndexBench:
     """Measure and write the result file, all while holding the benchmark lock."""
     with bench_lock():
@@ -248,7 +245,7 @@ def _run_bench(settings: Settings, args: argparse.Namespace) -> IndexBench:
         cli = _cli_rerun(source, state, tenant, m["database_url"], threads)
         after = list(os.getloadavg())
     finally:
-        asyncio.run(_drop_tenant(settings, tenant))
+        asyncio.run(drop_tenants(settings, [tenant]))
         shutil.rmtree(scratch, ignore_errors=True)
     first = m["first"]
     docs = first.added + first.updated

@@ -138,7 +138,7 @@ async def _new_tenant(settings: Settings) -> tuple[str, str]:
         await pool.close()
 
 
-async def _drop_tenants(settings: Settings, tenants: list[str]) -> None:
+async def drop_tenants(settings: Settings, tenants: list[str]) -> None:
     pool = await open_pool(settings)
     try:
         async with pool.acquire() as conn:
@@ -217,7 +217,7 @@ def run_side_by_side(
                 print(f"bench: {args.peer} {theirs[-1]}", file=sys.stderr, flush=True)
     finally:
         if tenants:
-            asyncio.run(_drop_tenants(settings, tenants))
+            asyncio.run(drop_tenants(settings, tenants))
         shutil.rmtree(scratch, ignore_errors=True)
     return PeerBench(
         date=datetime.now(UTC).isoformat(timespec="seconds"),
