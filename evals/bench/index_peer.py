@@ -192,7 +192,8 @@ def run_side_by_side(
     settings: Settings, args: argparse.Namespace, corpus: Path, machine: str
 ) -> PeerBench:
     """Measure (the caller holds the benchmark lock); `corpus` is already cut to `--limit`."""
-    python = peers.peer_python(args.peer, python=args.peer_python)
+    root = None if os.environ.get("RAGLINE_PEERS_DIR") else settings.state_dir / "peers"
+    python = peers.peer_python(args.peer, root=root, python=args.peer_python)
     scratch = Path(tempfile.mkdtemp(prefix="ragline-bench-peer-"))
     models = (settings.state_dir / "models").resolve()
     models.mkdir(parents=True, exist_ok=True)
