@@ -284,9 +284,30 @@ class Indexer:
                 running.add(asyncio.create_task(embed(window[k : k + batch])))
 
         try:
-            await self._gather(
-                planned, ready, drain, queue, window_size, dry_run, summary, progress
-            )
+            while True:
+                item = await planned.get()
+                if item is _DONE:
+                    break
+                if isinstance(item, Settled):
+                    item.count(summary, progress)
+                    continue
+                assert isinstance(item, ChunkedDoc)
+                if dry_run:
+                    summary.changes.append(
+                        Change(doc_id=item.doc.doc_id, action=item.action, chunks=len(item.texts))
+                    )
+                    summary.added += item.action == "add"
+                    summary.updated += item.action == "update"
+                    summary.chunks += len(item.texts)
+                    progress.doc_done(item.action, len(item.texts))
+                    continue
+                if not item.texts:
+                    await ready([item])
+                    continue
+                item.outstanding = len(item.texts)
+                queue.extend((item, i) for i in range(len(item.texts)))
+                if len(queue) >= window_size:
+                    await drain(window_size)
             while queue:
                 await drain(window_size)
             await settle(0)
@@ -294,43 +315,6 @@ class Indexer:
             for task in running:
                 task.cancel()
             await asyncio.gather(*running, return_exceptions=True)
-
-    async def _gather(
-        self,
-        planned: asyncio.Queue[Any],
-        ready: Callable[[Any], Awaitable[None]],
-        drain: Callable[[int], Awaitable[None]],
-        queue: list[tuple[ChunkedDoc, int]],
-        window_size: int,
-        dry_run: bool,
-        summary: Summary,
-        progress: Progress,
-    ) -> None:
-        """Take planned documents until the planner is done; drain full windows as they fill."""
-        while True:
-            item = await planned.get()
-            if item is _DONE:
-                return
-            if isinstance(item, Settled):
-                item.count(summary, progress)
-                continue
-            assert isinstance(item, ChunkedDoc)
-            if dry_run:
-                summary.changes.append(
-                    Change(doc_id=item.doc.doc_id, action=item.action, chunks=len(item.texts))
-                )
-                summary.added += item.action == "add"
-                summary.updated += item.action == "update"
-                summary.chunks += len(item.texts)
-                progress.doc_done(item.action, len(item.texts))
-                continue
-            if not item.texts:
-                await ready([item])
-                continue
-            item.outstanding = len(item.texts)
-            queue.extend((item, i) for i in range(len(item.texts)))
-            if len(queue) >= window_size:
-                await drain(window_size)
 
     async def _write_stage(
         self, tenant_id: str, ready: asyncio.Queue[Any], summary: Summary, progress: Progress
