@@ -219,9 +219,10 @@ class EmbedderSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
 
 class IndexingSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     threads: int = 0
-    """Embedder threads of an indexing run; 0 uses `embedder.threads`. Parsing takes one more."""
-    embed_batch: Positive = 64
-    """Chunks per embedder call, gathered across documents."""
+    """Cores an indexing run embeds on (ONNX: that many single-threaded calls at once); 0 uses
+    every core. Parsing and writing share them."""
+    embed_batch: Positive = 4
+    """Chunks per embedder call, gathered across documents and sorted by length."""
     queue_docs: Positive = 256
     """Parsed documents that may wait for the embedder (bounds an indexing run's memory)."""
     url: str = ""

@@ -9,15 +9,15 @@ ever downloaded from a model hub. `scripts/peer-setup llamaindex` creates it ahe
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
+
+from service.embed.onnx_export import file_lock
 
 HERE = Path(__file__).resolve().parent
 PEERS: dict[str, tuple[str, ...]] = {
@@ -74,7 +74,7 @@ def peer_python(name: str, *, root: Path | None = None, python: str | Path | Non
     digest = hashlib.sha256(reqs.read_bytes()).hexdigest()
     exe = venv / "bin" / "python"
     venv.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(venv.parent / f".{name}.lock"):
+    with file_lock(venv.parent / f".{name}.lock"):
         if _marker(venv) != digest or not exe.exists():
             _create(venv, reqs)
             (venv / MARKER).write_text(digest + "\n", encoding="utf-8")
@@ -122,13 +122,3 @@ def _check_imports(name: str, exe: Path) -> None:
             f"peer {name}: {exe} cannot `{code}` ({last}); "
             f"run scripts/peer-setup {name} or give a venv with {requirements_file(name)}"
         )
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with path.open("a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
