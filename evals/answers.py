@@ -8,9 +8,11 @@ non-Latin text (Hindi) "punctuation" is the Unicode punctuation classes, so matr
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import regex
+
+from service.text.tokenize import bm25_terms
 
 _CITATION = regex.compile(r"\[\s*S\d+(?:\s*,\s*S\d+)*\s*\]")
 _PUNCT = regex.compile(r"[\p{P}\p{S}]")
@@ -68,6 +70,28 @@ def contains(prediction: str, golds: Sequence[str]) -> float:
     answer at least carries it."""
     pred = f" {normalize(prediction)} "
     return float(any(f" {g} " in pred for g in (normalize(x) for x in golds) if g))
+
+
+def content_words(text: str) -> set[str]:
+    """Stemmed words without stop words (BM25's terms, English and Hindi), citations removed."""
+    return set(bm25_terms(strip_citations(text)))
+
+
+def evidence_overlap(answer: str, evidence: Mapping[str, Sequence[str]]) -> tuple[float, float]:
+    """(recall, precision) of the answer's content words against gold evidence sentences: the
+    share of the evidence's words the answer holds, and the share of the answer's words that
+    are evidence words. `evidence` maps each gold document to its evidence sentences (a page
+    and its translation); the document whose evidence the answer covers best counts."""
+    said = content_words(answer)
+    best = (0.0, 0.0)
+    for sentences in evidence.values():
+        gold = content_words(" ".join(sentences))
+        if not gold:
+            continue
+        common = len(said & gold)
+        pair = (common / len(gold), common / len(said) if said else 0.0)
+        best = max(best, pair)
+    return best
 
 
 class AbstentionDetector:

@@ -30,6 +30,7 @@ from evals.answers import token_f1
 from evals.datasets import SHARED_DATA
 from evals.prepare import principal, sync_corpus
 from evals.suite import load_suite
+from evals.svg import bar_chart
 from service.answerability import (
     CONFIDENCE_FEATURES,
     MODEL_PATH,
@@ -55,7 +56,9 @@ LEXICAL_FEATURES = ["coverage", "sentence_coverage", "log_terms"]
 """No raw BM25: its scale follows the collection's size (IDF), which differs between the
 tenants it is fitted on and a small deployment; the shares of question terms do not."""
 DENSE_FEATURES = ["dense_top", *LEXICAL_FEATURES]
-VERSION = "answerability-1"
+SENTENCE_FEATURES = [*DENSE_FEATURES, "sentence_sim", "sentence_sim_first"]
+"""English questions over an index with sentence vectors (pooled at indexing)."""
+VERSION = "answerability-2"
 
 
 class Row(msgspec.Struct, kw_only=True):
@@ -221,10 +224,21 @@ def rates(model: Model, rows: Sequence[Row]) -> dict[str, dict[str, Any]]:
     return dict(sorted(out.items()))
 
 
-def curve(model: Model, rows: Sequence[Row], suite: str) -> list[dict[str, float]]:
-    """Abstention on unanswerable vs false abstention on answerable as the cut moves."""
-    sel = [r for r in rows if r.suite == suite]
-    probs = [(model.pick(r.signals).probability(r.signals), r.answerable) for r in sel]
+def curves(model: Model, rows: Sequence[Row]) -> dict[str, list[dict[str, float]]]:
+    """`curve` per suite with unanswerable questions, and per language of the `docs` suite."""
+    out = {s: curve(model, rows, s) for s in ("clapnq", "docs")}
+    for lang in sorted({r.lang for r in rows if r.suite == "docs"}):
+        out[f"docs/{lang}"] = curve(model, rows, "docs", lang)
+    return out
+
+
+def curve(
+    model: Model, rows: Sequence[Row], suite: str, lang: str | None = None
+) -> list[dict[str, float]]:
+    """Abstention on unanswerable vs false abstention on answerable as the cut moves (the cut
+    is a shift of every model's own threshold: 0.5 is the shipped operating point)."""
+    sel = [r for r in rows if r.suite == suite and (lang is None or r.lang == lang)]
+    probs = [(_shifted(model, r.signals), r.answerable) for r in sel]
     pos = [p for p, a in probs if a]
     neg = [p for p, a in probs if not a]
     out = []
@@ -239,9 +253,19 @@ def curve(model: Model, rows: Sequence[Row], suite: str) -> list[dict[str, float
     return out
 
 
+def _shifted(model: Model, s: Signals) -> float:
+    """p(answerable) mapped so that the picked model's own threshold sits at 0.5."""
+    logit = model.pick(s)
+    p, t = logit.probability(s), min(max(logit.threshold, 1e-6), 1 - 1e-6)
+    return p / (2 * t) if p < t else 0.5 + (p - t) / (2 * (1 - t))
+
+
 def extractive_answer(r: Row, sentences: int) -> str:
     """What the extractive generator answers from the row's hits."""
-    passages = [Passage(id=f"S{i}", title=h.title, text=h.text) for i, h in enumerate(r.hits, 1)]
+    passages = [
+        Passage(id=f"S{i}", title=h.title, text=h.text, sentence_scores=h.sentence_scores)
+        for i, h in enumerate(r.hits, 1)
+    ]
     picked = pick_sentences(r.question, passages, sentences)
     return " ".join(f"{s} [{sid}]" for s, sid in picked) if picked else NO_ANSWER
 
@@ -299,10 +323,13 @@ def confidence_report(model: Model, graded: Sequence[Graded]) -> dict[str, Any]:
     bins: list[dict[str, float]] = []
     for lo in np.linspace(0, 0.9, 10):
         top = lo + 0.1 if lo < 0.85 else 1.01
-        sel = [y for s, y in zip(scores, labels, strict=True) if lo <= s < top]
+        sel = [(s, y) for s, y in zip(scores, labels, strict=True) if lo <= s < top]
         if sel:
-            right = round(sum(sel) / len(sel), 4)
-            bins.append({"from": round(float(lo), 1), "n": len(sel), "right": right})
+            right = round(sum(y for _, y in sel) / len(sel), 4)
+            mean = round(sum(s for s, _ in sel) / len(sel), 4)
+            bins.append(
+                {"from": round(float(lo), 1), "n": len(sel), "confidence": mean, "right": right}
+            )
     out: dict[str, Any] = {"n": len(graded), "right": round(sum(labels) / max(len(labels), 1), 4)}
     out["roc_auc"] = roc_auc(scores, labels)
     for suite in sorted({g.row.suite for g in graded}):
@@ -310,6 +337,24 @@ def confidence_report(model: Model, graded: Sequence[Graded]) -> dict[str, Any]:
         out[f"roc_auc.{suite}"] = roc_auc([scores[i] for i in idx], [labels[i] for i in idx])
     out["reliability"] = bins
     return out
+
+
+def reliability_html(report: dict[str, Any]) -> str:
+    """The reliability plot: per confidence bin, the mean confidence and the share right."""
+    charts = []
+    for split in ("dev", "test"):
+        conf = report[f"confidence_{split}"]
+        groups = [
+            (
+                f"{b['from']:.1f}–{b['from'] + 0.1:.1f} (n={b['n']})",
+                {"mean confidence": b["confidence"], "share right": b["right"]},
+            )
+            for b in conf["reliability"]
+        ]
+        title = f"Confidence reliability, {split} halves (ROC AUC {conf['roc_auc']})"
+        charts.append(bar_chart(groups, ["mean confidence", "share right"], title=title))
+    head = '<!doctype html><meta charset="utf-8"><title>Confidence reliability</title>'
+    return head + "\n" + "\n".join(f"<p>{c}</p>" for c in charts) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -323,8 +368,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--recompute", action="store_true", help="recompute the signals from the stored hits"
     )
     parser.add_argument("--max-false", type=float, default=0.06)
+    parser.add_argument(
+        "--lang-models",
+        nargs="*",
+        default=[],
+        help="languages (hi, hinglish) that get a lexical model of their own",
+    )
     parser.add_argument("--model", type=Path, default=MODEL_PATH)
     parser.add_argument("--report", type=Path, help="dev/test rates and curves (JSON)")
+    parser.add_argument("--plot", type=Path, help="the confidence reliability plot (HTML)")
     args = parser.parse_args(argv)
     if args.from_signals:
         dec = msgspec.json.Decoder(Row)
@@ -339,15 +391,28 @@ def main(argv: Sequence[str] | None = None) -> None:
     dev = [r for r in rows if r.split == "dev"]
     test = [r for r in rows if r.split != "dev"]
     english = [r for r in dev if r.lang == "en" and r.signals.dense_top > 0]
+    with_sentences = [r for r in english if r.signals.has_sentences]
+    models = {
+        "dense": fit(english, DENSE_FEATURES, args.max_false),
+        "lexical": fit(dev, LEXICAL_FEATURES, args.max_false),
+    }
+    if with_sentences:
+        models["sentence"] = fit(with_sentences, SENTENCE_FEATURES, args.max_false)
+    for lang in args.lang_models:  # a language's own lexical model (its questions only)
+        mine = [r for r in dev if r.lang == lang]
+        if mine:
+            models[lang] = fit(mine, LEXICAL_FEATURES, args.max_false)
     model = Model(
         version=VERSION,
-        models={
-            "dense": fit(english, DENSE_FEATURES, args.max_false),
-            "lexical": fit(dev, LEXICAL_FEATURES, args.max_false),
+        models=models,
+        fitted_on={
+            "dev_questions": len(dev),
+            "dense_questions": len(english),
+            "sentence_questions": len(with_sentences),
         },
-        fitted_on={"dev_questions": len(dev), "dense_questions": len(english)},
         command="python -m evals.fit_answerability --data ../shared/data"
-        f" --max-false {args.max_false}",
+        f" --max-false {args.max_false}"
+        + (f" --lang-models {' '.join(args.lang_models)}" if args.lang_models else ""),
     )
     golds = {
         (name, q.id): list(q.answers)
@@ -363,13 +428,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         "model": msgspec.to_builtins(model),
         "dev": rates(model, dev),
         "test": rates(model, test),
-        "test_curves": {s: curve(model, test, s) for s in ("clapnq", "docs")},
+        "dev_curves": curves(model, dev),
+        "test_curves": curves(model, test),
         "confidence_dev": confidence_report(model, grade(model, dev, golds, sentences)),
         "confidence_test": confidence_report(model, tested),
     }
     text = json.dumps(report, indent=2, ensure_ascii=False)
     if args.report:
         args.report.write_text(text + "\n")
+    if args.plot:
+        args.plot.write_text(reliability_html(report))
     brief = {k: report[k] for k in ("dev", "test", "confidence_dev", "confidence_test")}
     json.dump(brief, sys.stdout, indent=1)
     print()

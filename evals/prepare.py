@@ -8,7 +8,7 @@ version of the corpus are removed.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
@@ -16,7 +16,7 @@ import asyncpg
 import httpx
 import msgspec
 
-from evals.suite import CANARY_GROUP, CorpusDoc, Suite
+from evals.suite import CANARY_GROUP, CorpusDoc, Suite, load_suite
 from indexing.loaders import load_path
 from service.db.documents import registered
 from service.db.keys import create_key
@@ -99,6 +99,19 @@ async def sync_corpus(
         removed = await indexer.remove(tenant, stale)
         summary.removed += removed.removed
     return summary
+
+
+async def synced_suites(
+    names: Sequence[str], data: Path, pool: asyncpg.Pool, index: VectorIndex, embedder: Embedder
+) -> AsyncIterator[tuple[Suite, Principal]]:
+    """Each named suite with its corpus synced into its tenant, and the principal that asks it
+    (offline tools that retrieve for every question: calibrations, fits)."""
+    for name in names:
+        suite = load_suite(name, data_dir=data)
+        tenant = suite.tenant()
+        summary = await sync_corpus(suite, tenant, pool, index, embedder)
+        print(f"{name}: added {summary.added}, unchanged {summary.unchanged}", flush=True)
+        yield suite, principal(suite, tenant)
 
 
 async def make_key(suite: Suite, tenant: str, pool: asyncpg.Pool) -> str:

@@ -23,7 +23,14 @@ from evals.judge import Judge, JudgeError
 from evals.metrics import dedupe, mean
 from evals.prepare import can_see, visible_acl
 from evals.results import Metrics, QuestionResult, Report, RunInfo, Sentence, SuiteReport
-from evals.scoring import aggregate, answer_scores, retrieval_scores, slice_by, slice_dims
+from evals.scoring import (
+    aggregate,
+    answer_scores,
+    gold_cited,
+    retrieval_scores,
+    slice_by,
+    slice_dims,
+)
 from evals.suite import Question, Suite
 
 T = TypeVar("T")
@@ -140,6 +147,8 @@ class SuiteRun:
             scores |= answer_scores(
                 q, obs.answer, abstained, answers=m.answers, abstention=m.abstention
             )
+            if not abstained:
+                scores |= gold_cited(q, obs.sources, obs.citations)
             scores["tokens.completion"] = float(obs.completion_tokens)
             if obs.service_groundedness is not None:
                 scores["groundedness.service"] = obs.service_groundedness

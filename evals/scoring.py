@@ -10,7 +10,8 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Iterable, Sequence
 
-from evals.answers import contains, exact_match, token_f1
+from evals.answers import contains, evidence_overlap, exact_match, token_f1
+from evals.backends import SourceSeen
 from evals.metrics import hit_at_k, mean, mrr_at_k, ndcg_at_k, percentile, recall_at_k
 from evals.results import Metrics, QuestionResult
 from evals.suite import Question
@@ -45,12 +46,25 @@ def answer_scores(
         out["answers.exact_match"] = exact_match(answer, q.answers)
         out["answers.f1"] = token_f1(answer, q.answers)
         out["answers.contains"] = contains(answer, q.answers)
+    if answers and q.answerable and q.evidence and not abstained:
+        recall, precision = evidence_overlap(answer, q.evidence)
+        out["answers.evidence_recall"] = recall
+        out["answers.evidence_precision"] = precision
     if abstention:
         if q.answerable:
             out["abstention.false_rate"] = float(abstained)
         else:
             out["abstention.accuracy"] = float(abstained)
     return out
+
+
+def gold_cited(q: Question, sources: Sequence[SourceSeen], citations: Sequence[str]) -> Metrics:
+    """`citations.gold_page`: 1 when an answer to an answerable question cites (`[Sn]`) a source
+    from a gold document, 0 when it cites none of them or nothing."""
+    if not q.answerable or not q.gold_docs:
+        return {}
+    cited = [s.doc_id for s in sources if s.id in citations]
+    return {"citations.gold_page": float(any(q.gold_docs.get(d, 0) > 0 for d in cited))}
 
 
 def _values(results: Sequence[QuestionResult], key: str) -> list[float]:

@@ -101,6 +101,8 @@ class Question(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Gold answers (any one counts); empty: no answer metrics for this question."""
     gold_docs: dict[str, int] = msgspec.field(default_factory=dict)
     """Relevant document id -> graded relevance (> 0)."""
+    evidence: dict[str, list[str]] = msgspec.field(default_factory=dict)
+    """Gold document id -> the sentences of it that answer (for the evidence-word metrics)."""
     tags: dict[str, str] = msgspec.field(default_factory=dict)
     """Extra slices, e.g. {"split": "test"}."""
 

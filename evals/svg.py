@@ -151,6 +151,29 @@ def bar_chart(
     return "".join(parts)
 
 
+def histogram_range(values: Sequence[float], tail: float = 0.1) -> float:
+    """The low end of a histogram of values in [0, 1]: the `tail` quantile floored to a
+    hundredth (at most 0.9), so a few outliers far below do not squeeze the rest into one bar."""
+    if not values:
+        return 0.0
+    ordered = sorted(min(1.0, max(0.0, v)) for v in values)
+    q = ordered[min(len(ordered) - 1, int(tail * len(ordered)))]
+    return min(0.9, math.floor(q * 100) / 100)
+
+
+def histogram_counts(values: Sequence[float], bins: int, lo: float) -> tuple[int, list[int]]:
+    """(values under `lo`, counts of [lo, 1] in `bins` equal-width bins)."""
+    span = 1.0 - lo
+    counts = [0] * bins
+    under = 0
+    for v in values:
+        if v < lo:
+            under += 1
+            continue
+        counts[min(bins - 1, max(0, int((min(v, 1.0) - lo) / span * bins)))] += 1
+    return under, counts
+
+
 def histogram(
     values: Sequence[float],
     *,
@@ -160,25 +183,35 @@ def histogram(
     height: int = 220,
     x_label: str = "groundedness score",
 ) -> str:
-    """Counts of values in [0, 1] by equal-width bins, over [lo, 1] where lo is the lowest
-    value's tenth floored (values crowded near 1 still show their spread, not one bar)."""
+    """Counts of values in [0, 1] by equal-width bins over [lo, 1], lo from `histogram_range`:
+    values crowded near 1 show their spread, not one bar; those under lo get a bar of their own
+    on the left (`< lo`)."""
     left, right, top, bottom = 40, 16, 28, 40
     pw, ph = width - left - right, height - top - bottom
-    lo = min(0.9, max(0.0, int(min(values, default=0.0) * 10) / 10))
+    lo = histogram_range(values)
     span = 1.0 - lo
-    counts = [0] * bins
-    for v in values:
-        counts[min(bins - 1, max(0, int((v - lo) / span * bins)))] += 1
-    c_max = max(counts) if values else 1
+    under, counts = histogram_counts(values, bins, lo)
+    c_max = max([*counts, under]) if values else 1
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
         f'width="{width}" height="{height}" role="img" aria-label="{escape(title)}" {FONT}>',
         f'<text x="{left}" y="16" font-size="13" font-weight="600">{escape(title)}</text>',
     ]
-    bw = pw / bins
+    slots = bins + (1 if under else 0)
+    bw = pw / slots
+    x0 = left + (bw if under else 0)
+    if under:
+        h = ph * under / c_max
+        parts.append(
+            f'<rect x="{left + 1:.1f}" y="{top + ph - h:.1f}" width="{bw - 2:.1f}" '
+            f'height="{h:.1f}" fill="{PALETTE[7]}"><title>&lt; {lo:g}: {under}</title></rect>'
+            f'<text x="{left + bw / 2:.1f}" y="{top + ph - h - 3:.1f}" '
+            f'text-anchor="middle">{under}</text>'
+            f'<text x="{left + bw / 2:.1f}" y="{top + ph + 14}" text-anchor="middle">&lt;</text>'
+        )
     for i, c in enumerate(counts):
         h = ph * c / c_max if c_max else 0
-        x = left + i * bw
+        x = x0 + i * bw
         parts.append(
             f'<rect x="{x + 1:.1f}" y="{top + ph - h:.1f}" width="{bw - 2:.1f}" height="{h:.1f}" '
             f'fill="{PALETTE[0]}"><title>{lo + span * i / bins:.3f}–'
@@ -190,7 +223,7 @@ def histogram(
                 f'text-anchor="middle">{c}</text>'
             )
     for i in range(0, bins + 1, max(1, bins // 5)):
-        x = left + i * bw
+        x = x0 + i * bw
         tick = round(lo + span * i / bins, 3)
         parts.append(f'<text x="{x:.1f}" y="{top + ph + 14}" text-anchor="middle">{tick:g}</text>')
     parts.append(

@@ -422,7 +422,9 @@ def register(sub: Any) -> None:
         "--prune", action="store_true", help="remove documents under PATH whose source is gone"
     )
     add.add_argument("--dry-run", action="store_true", help="show what would change, write nothing")
-    add.add_argument("--threads", type=int, help="embedder threads (default indexing.threads)")
+    add.add_argument(
+        "--threads", type=int, help="cores to embed on (default indexing.threads: every core)"
+    )
     add.add_argument("--json", action="store_true")
     _remote_args(add)
     add.set_defaults(func=cmd_index_add)

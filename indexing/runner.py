@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
 import msgspec
@@ -17,12 +18,21 @@ from service.runtime import limit_native_threads, open_index
 
 
 def indexing_settings(settings: Settings, threads: int | None) -> Settings:
-    """The embedder runs with `--threads` (or `indexing.threads`) threads during a run."""
-    n = threads or settings.indexing.threads
-    if n:
-        embedder = msgspec.structs.replace(settings.embedder, threads=n)
-        settings = msgspec.structs.replace(settings, embedder=embedder)
-    return settings
+    """A run embeds on `--threads` (else `indexing.threads`, else every) cores: ONNX Runtime as
+    that many single-threaded calls at once on one session (independent batches scale better
+    than one batch split across threads), torch as one call with that many threads."""
+    n = threads or settings.indexing.threads or os.cpu_count() or 1
+    intra_op = 1 if settings.embedder.backend == "onnx" else n
+    embedder = msgspec.structs.replace(settings.embedder, threads=intra_op)
+    indexing = msgspec.structs.replace(settings.indexing, threads=n)
+    return msgspec.structs.replace(settings, embedder=embedder, indexing=indexing)
+
+
+def ingest_options(settings: Settings) -> IngestOptions:
+    """The pipeline's options for settings made by `indexing_settings`."""
+    s = settings.indexing
+    workers = max(s.threads, 1) if settings.embedder.backend == "onnx" else 1
+    return IngestOptions(embed_batch=s.embed_batch, embed_workers=workers, queue_docs=s.queue_docs)
 
 
 async def open_indexer(
@@ -47,10 +57,7 @@ async def open_indexer(
             if own_pool:
                 await pool.close()
             raise
-    options = IngestOptions(
-        embed_batch=settings.indexing.embed_batch, queue_docs=settings.indexing.queue_docs
-    )
-    indexer = Indexer(pool, index, embedder, options)
+    indexer = Indexer(pool, index, embedder, ingest_options(settings))
 
     async def close() -> None:
         if index is not None:

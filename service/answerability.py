@@ -8,7 +8,10 @@ Signals are cheap and already in hand after retrieval (no model run):
 - `coverage`: the share of the question's content terms found in the top passages;
 - `sentence_coverage`: the best single sentence's share of them (an answer is usually one
   sentence that holds most of the question);
-- `rerank` when a reranker scored the hits.
+- `rerank` when a reranker scored the hits;
+- `sentence_sim`: the best cosine of the question and one sentence of the top passages, from
+  the sentence vectors pooled at indexing (`Hit.sentence_scores`; an index built before them has
+  none, and the `dense` model decides without it).
 
 The packaged embedder knows English only, so its cosine is noise for a Hindi or Hinglish
 question: those are decided by a lexical model (no dense signal), calibrated separately. Both
@@ -29,7 +32,7 @@ import msgspec
 import regex
 
 from service.index.fusion import DENSE_KEY, SPARSE_KEY
-from service.index.protocol import Hit
+from service.index.protocol import NO_SCORE, Hit
 from service.text.sentences import split_sentences
 from service.text.terms import match_terms
 from service.text.tokenize import bm25_terms, script_of, words
@@ -52,7 +55,11 @@ HINGLISH_STOP = frozenset(
 HINDI_QUESTION_STOP = frozenset(
     "कितना कितने कितनी किसने किसको किसका किसकी किसके कब कहां कहाँ कौनसा कौनसी कौन सा सी"
     " होते होती होता हुआ हुई हुए जाता जाती जाते सबसे बहुत सकते सकता सकती चाहिए करें करूं"
-    " करूँ करे बनाएं बनाते बताएं मैं हम आप अपने".split()
+    " करूँ करे बनाएं बनाते बताएं मैं हम आप अपने"
+    # how-to verbs ("enable", "use", "set", "send", "get", "read", "add", "run"): a translation
+    # says them in other words (or in English), so they never decide whether a page answers
+    " चालू बंद सक्षम इस्तेमाल उपयोग प्रयोग बदलें बदले सेट लौटाएं लौटाएँ भेजें प्राप्त पढ़ें"
+    " जोड़ें लें लिखें चलाएं चलाएँ करना करने करते बनाना बनाने".split()
 )
 # English function words BM25 keeps (possessives, quantifiers): not what a question is about.
 ENGLISH_QUESTION_STOP = frozenset(
@@ -71,6 +78,10 @@ class Signals(msgspec.Struct, kw_only=True):
     sentence_coverage: float = 0.0
     rerank: float | None = None
     terms: int = 0
+    sentence_sim: float = 0.0
+    sentence_sim_first: float = 0.0
+    """The best sentence cosine in the first passage (the one the ranking trusts)."""
+    has_sentences: bool = False
     lang: str = "en"
     """`en`, `hi` (Devanagari) or `hinglish` (romanized Hindi), which decides the model."""
 
@@ -119,6 +130,12 @@ def compute(question: str, hits: Sequence[Hit]) -> Signals:
     sig.bm25_per_term = bm25 / max(len(q_terms), 1)
     reranked = [h.scores["rerank"] for h in hits if "rerank" in h.scores]
     sig.rerank = max(reranked) if reranked else None
+    sims = [[x for x in h.sentence_scores if x != NO_SCORE] for h in hits[:TOP_PASSAGES]]
+    if any(sims):
+        sig.has_sentences = True
+        sig.sentence_sim = max(max(s) for s in sims if s)
+        # the first passage's best (a passage without scores: the best of the others)
+        sig.sentence_sim_first = max(sims[0]) if sims[0] else sig.sentence_sim
     if not q_terms:
         return sig
     seen: set[str] = set()
@@ -155,18 +172,27 @@ class Logistic(msgspec.Struct, kw_only=True):
 class Model(msgspec.Struct, kw_only=True):
     version: str
     models: dict[str, Logistic]
-    """`dense` (English questions) and `lexical` (Hindi, Hinglish, other scripts, or no dense
-    score: the embedder was late)."""
+    """`sentence` (English questions over an index with sentence vectors), `dense` (English
+    questions without them) and `lexical` (Hindi, Hinglish, other scripts, or no dense score:
+    the embedder was late)."""
     confidence: Logistic | None = None
     """p(the answer is right: token F1 >= 0.5 against gold) for an answer that was given, from
     `CONFIDENCE_FEATURES`; fitted on the dev halves too."""
     fitted_on: dict[str, int] = msgspec.field(default_factory=dict)
     command: str = ""
 
+    def pick_name(self, s: Signals) -> str:
+        if s.lang == "en" and s.dense_top > 0:
+            if s.has_sentences and "sentence" in self.models:
+                return "sentence"
+            if "dense" in self.models:
+                return "dense"
+        if s.lang in self.models:  # a language's own model (e.g. `hi`), when fitted
+            return s.lang
+        return "lexical"
+
     def pick(self, s: Signals) -> Logistic:
-        if s.lang == "en" and s.dense_top > 0 and "dense" in self.models:
-            return self.models["dense"]
-        return self.models["lexical"]
+        return self.models[self.pick_name(s)]
 
 
 class Decision(msgspec.Struct, kw_only=True):
@@ -195,9 +221,9 @@ def decide(question: str, hits: Sequence[Hit], model: Model | None = None) -> De
     sig = compute(question, hits)
     if not hits:
         return Decision(answerable=False, probability=0.0, model="none", signals=sig)
-    logit = model.pick(sig)
+    name = model.pick_name(sig)
+    logit = model.models[name]
     p = logit.probability(sig)
-    name = "dense" if logit is model.models.get("dense") else "lexical"
     return Decision(answerable=p >= logit.threshold, probability=p, model=name, signals=sig)
 
 
@@ -208,6 +234,7 @@ CONFIDENCE_FEATURES = [
     "sentences",
     "factoid",
     "dense_top",
+    "sentence_sim",
 ]
 _FACTOID = regex.compile(
     r"^\s*(who|whom|whose|when|where|which|how (many|much|long|old|far|tall|big)|what (year|date|"
@@ -216,8 +243,15 @@ _FACTOID = regex.compile(
 )
 
 
-def answer_features(decision: Decision, question: str, answer: str) -> list[float]:
-    """The inputs of the confidence model for an answer that was given."""
+def answer_features(
+    decision: Decision, question: str, answer: str, names: Sequence[str] = CONFIDENCE_FEATURES
+) -> list[float]:
+    """The inputs of the confidence model for an answer that was given (`names` of them)."""
+    every = _answer_features(decision, question, answer)
+    return [every[n] for n in names]
+
+
+def _answer_features(decision: Decision, question: str, answer: str) -> dict[str, float]:
     p = min(max(decision.probability, 1e-6), 1 - 1e-6)
     q_terms = content_terms(question)
     text = _CITATION.sub(" ", answer)
@@ -225,14 +259,15 @@ def answer_features(decision: Decision, question: str, answer: str) -> list[floa
     coverage = len(q_terms & terms) / len(q_terms) if q_terms else 0.0
     sentences = len(split_sentences(text)) if text.strip() else 0
     factoid = float(bool(_FACTOID.match(question)))
-    return [
-        math.log(p / (1 - p)),
-        coverage,
-        math.log1p(len(bm25_terms(text))),
-        float(sentences),
-        factoid,
-        decision.signals.dense_top,
-    ]
+    return {
+        "logit_answerable": math.log(p / (1 - p)),
+        "answer_coverage": coverage,
+        "log_answer_terms": math.log1p(len(bm25_terms(text))),
+        "sentences": float(sentences),
+        "factoid": factoid,
+        "dense_top": decision.signals.dense_top,
+        "sentence_sim": decision.signals.sentence_sim,
+    }
 
 
 def answer_confidence(
@@ -250,7 +285,7 @@ def answer_confidence(
     model = model or load_model()
     if model.confidence is None:
         return round(decision.probability, 4)
-    xs = answer_features(decision, question, answer)
+    xs = answer_features(decision, question, answer, model.confidence.features)
     return round(model.confidence.probability_of(xs), 4)
 
 

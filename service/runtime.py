@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,9 @@ from service.embed.loader import load_embedder
 from service.embed.protocol import Embedder
 from service.generate.extractive import ExtractiveGenerator
 from service.generate.factory import CPU_GENERATORS, open_router
+from service.generate.protocol import Passage
 from service.generate.router import GeneratorRouter
+from service.identity import Principal
 from service.index.edge import EdgeIndex
 from service.index.protocol import VectorIndex
 from service.index.schema import CollectionSpec, QuantizationSpec, collection_spec
@@ -46,10 +49,14 @@ from service.ops.answer import AnswerService
 from service.ops.index import IndexService
 from service.ops.search import SearchService
 from service.pipeline.answer import AnswerPipeline
+from service.pipeline.budget import Budget
 from service.pipeline.ground import Grounder
 from service.pipeline.retrieve import QueryEmbedder, Retrieval, Retriever
 from service.rerank.loader import load_reranker
 from service.rerank.stage import RerankStage
+
+WARM_UP_TENANT = "_warm-up"
+"""The tenant `Runtime.warm_up` searches: no tenant id starts with `_` (service.db.tenants)."""
 
 
 def limit_native_threads(threads: int) -> None:
@@ -216,6 +223,30 @@ class Runtime:
         await rt.caching.start()
         rt.watch_database(restart=embedded_restarter(settings))
         return rt
+
+    async def warm_up(self) -> float:
+        """Run the request path's parts once before the service says it is ready, so the first
+        request costs what the tenth does: ONNX Runtime sizes its buffers on the first inputs
+        of each shape (short, long, batched queries), the engine, BM25 and the extractive
+        generator run their first call, the pool's connections answer. Searches a tenant that
+        cannot exist (nothing is found, nothing of any tenant is read into a result). Seconds."""
+        t0 = time.perf_counter()
+        words = "warm up the query embedder with a sentence of typical length".split()
+        texts = [" ".join(words[:n] * (1 + n // 4)) for n in (2, 6, 11)]
+        for text in texts:
+            await self.batcher.embed(text)
+        await asyncio.gather(*(self.batcher.embed(t) for t in texts))
+        principal = Principal(tenant_id=WARM_UP_TENANT, user_id="warm-up")
+        await Retriever(self.batcher, self.index, self.settings).retrieve(
+            principal, texts[-1], filters=None, top_k=5, budget=Budget(10_000)
+        )
+        passage = Passage(id="S1", title="Warm-up", text=". ".join(texts) + ".")
+        async for _ in ExtractiveGenerator(self.settings.generator.max_sentences).stream(
+            texts[-1], [passage], max_tokens=64
+        ):
+            pass
+        await self.db.probe()
+        return time.perf_counter() - t0
 
     def watch_database(self, restart: Callable[[], None] | None = None) -> None:
         """Probe PostgreSQL in the background (`database.probe_interval_ms`) so an outage is

@@ -34,6 +34,30 @@ def make_pdf(path: Path, pages: list[str], title: str = "") -> Path:
     return path
 
 
+def make_report_pdf(path: Path) -> Path:
+    """A two-page report as a word processor sets one: a large title, bold section headings,
+    a numbered heading in the body font, and body paragraphs that wrap over several lines."""
+    pdf = FPDF()
+    pdf.set_title("Otter survey")
+
+    def line(text: str, style: str = "", size: int = 11, height: int = 6) -> None:
+        pdf.set_font("Helvetica", style, size)
+        pdf.multi_cell(0, height, text, new_x="LMARGIN", new_y="NEXT")
+
+    pdf.add_page()
+    line("Otter survey 2026", "B", 20, 12)
+    line("3 Method", "B", 14, 9)
+    line("We counted otters on twelve rivers from March to June. " * 3)
+    line("3.2 Results", "B", 12, 8)
+    line("The model found otters in nine of the twelve rivers. It missed three small streams.")
+    pdf.add_page()
+    line("4 Discussion")  # numbered, in the body font
+    line("Otters avoided rivers with heavy boat traffic during the survey.")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pdf.output(str(path))
+    return path
+
+
 def make_docx(path: Path, title: str, sections: list[tuple[str, str]]) -> Path:
     d = docx.Document()
     d.add_heading(title, level=1)

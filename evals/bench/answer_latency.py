@@ -104,7 +104,7 @@ def process(
                 proc.wait(10)
 
 
-def wait_http(url: str, proc: subprocess.Popen[bytes], seconds: float) -> None:
+def wait_http(url: str, proc: subprocess.Popen[bytes], seconds: float, every: float = 0.5) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -112,7 +112,7 @@ def wait_http(url: str, proc: subprocess.Popen[bytes], seconds: float) -> None:
         with contextlib.suppress(httpx.HTTPError):
             if httpx.get(url, timeout=2).status_code == 200:
                 return
-        time.sleep(0.5)
+        time.sleep(every)
     raise RuntimeError(f"{url} not ready after {seconds:.0f} s")
 
 

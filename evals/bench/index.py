@@ -1,5 +1,6 @@
 """`ragline bench index`: indexing throughput on a corpus (SciFact by default), against the
-embedder's raw batch throughput on the same chunks in the same run.
+embedder's raw batch throughput on the same chunks in the same run; with `--peer llamaindex`,
+against a peer framework's indexer instead (`evals.bench.index_peer`).
 
 1. Index the corpus into a fresh Qdrant Edge index (a temporary state directory) for a
    throw-away tenant, through the real pipeline: parse, plan, chunk, embed, write.
@@ -36,7 +37,15 @@ from typing import Any
 
 import msgspec
 
+from evals.bench.index_peer import (
+    PEER_SCRIPTS,
+    PeerBench,
+    drop_tenants,
+    report,
+    run_side_by_side,
+)
 from evals.bench.output import announce, default_out
+from evals.bench.peers import PeerUnavailable
 from indexing.loaders import list_sources, read_sources
 from indexing.progress import print_rows
 from indexing.readers.jsonl import count_records
@@ -204,15 +213,6 @@ def _cli_rerun(
     return elapsed, int(summary["unchanged"])
 
 
-async def _drop_tenant(settings: Settings, tenant: str) -> None:
-    pool = await open_pool(settings)
-    try:
-        async with pool.acquire() as conn:
-            await conn.execute("DELETE FROM tenants WHERE tenant_id = $1", tenant)
-    finally:
-        await pool.close()
-
-
 def run_bench(settings: Settings, args: argparse.Namespace) -> IndexBench:
     """Measure and write the result file, all while holding the benchmark lock."""
     with bench_lock():
@@ -245,7 +245,7 @@ def _run_bench(settings: Settings, args: argparse.Namespace) -> IndexBench:
         cli = _cli_rerun(source, state, tenant, m["database_url"], threads)
         after = list(os.getloadavg())
     finally:
-        asyncio.run(_drop_tenant(settings, tenant))
+        asyncio.run(drop_tenants(settings, [tenant]))
         shutil.rmtree(scratch, ignore_errors=True)
     first = m["first"]
     docs = first.added + first.updated
@@ -280,7 +280,29 @@ def _run_bench(settings: Settings, args: argparse.Namespace) -> IndexBench:
     )
 
 
+def run_peer_bench(settings: Settings, args: argparse.Namespace) -> PeerBench:
+    """`--peer`: Ragline's `index add` and the peer side by side, under the benchmark lock."""
+    corpus = Path(args.corpus)
+    if not corpus.is_file():
+        raise SystemExit(f"ragline bench index: corpus {corpus} not found (see ../shared/data)")
+    with bench_lock(), tempfile.TemporaryDirectory(prefix="ragline-bench-") as tmp:
+        result = run_side_by_side(
+            settings, args, _limited(corpus, args.limit, Path(tmp)), machine()
+        )
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(msgspec.json.format(msgspec.json.encode(result)) + b"\n")
+    return result
+
+
 def cmd_bench_index(args: argparse.Namespace, settings: Settings) -> int:
+    if args.peer:
+        if args.out == str(DEFAULT_OUT):
+            args.out = str(default_out(f"index-{args.peer}.json"))
+        try:
+            return report(run_peer_bench(settings, args), Path(args.out), args.json)
+        except PeerUnavailable as exc:
+            raise SystemExit(f"ragline bench index: {exc}") from None
     result = run_bench(settings, args)
     out = Path(args.out)
     if args.json:
@@ -295,12 +317,26 @@ def register_bench(bench: Any) -> None:
     p = bench.add_parser("index", help="indexing throughput vs the raw embedder (SciFact)")
     p.add_argument("--corpus", default=str(DEFAULT_CORPUS), help="a JSONL corpus")
     p.add_argument("--limit", type=int, help="only the first N records")
-    p.add_argument("--threads", type=int, help="embedder threads (default indexing.threads)")
+    p.add_argument(
+        "--threads", type=int, help="cores to embed on (default indexing.threads: every core)"
+    )
     p.add_argument(
         "--raw-every", type=int, default=1, help="replay every Nth batch for the raw baseline"
     )
     p.add_argument(
         "--segments", type=int, default=8, help="alternate indexing and raw replay N times"
+    )
+    p.add_argument(
+        "--peer", choices=sorted(PEER_SCRIPTS), help="index side by side with a peer framework"
+    )
+    p.add_argument(
+        "--peer-python", help="the peer venv's python (default: scripts/peer-setup's venv)"
+    )
+    p.add_argument(
+        "--peer-threads", type=int, nargs="+", default=[1, 2], help="the peer's torch threads"
+    )
+    p.add_argument(
+        "--rounds", type=int, default=1, help="--peer: Ragline and peer runs, alternating"
     )
     p.add_argument("--out", default=str(DEFAULT_OUT), help="the result file (JSON)")
     p.add_argument("--json", action="store_true")

@@ -368,7 +368,9 @@ def register_sources(sub: Any) -> None:
     sy.add_argument("--prune", action="store_true", help="remove documents whose object is gone")
     sy.add_argument("--dry-run", action="store_true")
     sy.add_argument("--every", metavar="DURATION", help="repeat every 30s, 15m, 1h… until Ctrl-C")
-    sy.add_argument("--threads", type=int, help="embedder threads")
+    sy.add_argument(
+        "--threads", type=int, help="cores to embed on (default indexing.threads: every core)"
+    )
     sy.add_argument("--json", action="store_true")
     sy.set_defaults(func=usage(cmd_sources_sync))
 

@@ -219,9 +219,10 @@ class EmbedderSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
 
 class IndexingSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     threads: int = 0
-    """Embedder threads of an indexing run; 0 uses `embedder.threads`. Parsing takes one more."""
-    embed_batch: Positive = 64
-    """Chunks per embedder call, gathered across documents."""
+    """Cores an indexing run embeds on (ONNX: that many single-threaded calls at once); 0 uses
+    every core. Parsing and writing share them."""
+    embed_batch: Positive = 4
+    """Chunks per embedder call, gathered across documents and sorted by length."""
     queue_docs: Positive = 256
     """Parsed documents that may wait for the embedder (bounds an indexing run's memory)."""
     url: str = ""
@@ -262,6 +263,10 @@ class RetrievalSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     """Weight of the dense score in the fusion for Latin-script queries (BM25 gets the rest)."""
     non_latin_dense_weight: Share = 0.1
     """Dense weight for queries in other scripts: the packaged embedder knows English only."""
+    min_support_cosine: Annotated[float, msgspec.Meta(ge=-1.0, le=1.0)] = 0.13
+    """A hit with no query term (BM25 0) whose cosine with the query is below this has no
+    support and is never returned (search, answer sources, chat); -1 keeps every hit.
+    Calibrated on the dev halves: `python -m evals.calibrate_support`."""
     metadata_fields: dict[str, Literal["keyword", "integer", "float", "bool", "datetime"]] = (
         msgspec.field(default_factory=dict)
     )
@@ -270,7 +275,18 @@ class RetrievalSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
 
 # Payload keys Ragline writes on every indexed chunk; `retrieval.metadata_fields` may not use them.
 RESERVED_PAYLOAD = frozenset(
-    {"tenant_id", "doc_id", "chunk_ix", "acl", "title", "text", "source_uri", "lang", "doc_version"}
+    {
+        "tenant_id",
+        "doc_id",
+        "chunk_ix",
+        "acl",
+        "title",
+        "text",
+        "source_uri",
+        "lang",
+        "doc_version",
+        "sentence_vectors",
+    }
 )
 
 GeneratorName = Literal["extractive", "local", "openai"]

@@ -29,3 +29,13 @@ class HashEmbedder:
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return [len(words(t)) + 2 for t in texts]
+
+    def embed_spans(
+        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+    ) -> tuple[Vectors, list[Vectors]]:
+        """Each span's text embedded alone (no token states in a hashed bag of words)."""
+        pooled = [
+            self.embed([t[a:b] for a, b in s]) if s else np.zeros((0, self.dim), np.float32)
+            for t, s in zip(texts, spans, strict=True)
+        ]
+        return self.embed(texts), pooled

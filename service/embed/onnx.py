@@ -17,6 +17,7 @@ import onnxruntime as ort
 from tokenizers import Tokenizer
 
 from service.embed.protocol import Vectors
+from service.embed.spans import Span, pool_spans
 
 ONNX_FILE = "model.onnx"
 _SUPPORTED_MODULES = {
@@ -104,6 +105,26 @@ class OnnxEmbedder:
         }
         (hidden,) = self._session.run(["last_hidden_state"], {k: feed[k] for k in self._inputs})
         return mean_pool(hidden, feed["attention_mask"])
+
+    def embed_spans(
+        self, texts: Sequence[str], spans: Sequence[Sequence[Span]]
+    ) -> tuple[Vectors, list[Vectors]]:
+        """`embed(texts)` and, from the same model pass, one vector per char span of each text
+        (its tokens' states mean-pooled: service.embed.spans)."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32), []
+        encodings = self._tokenizer.encode_batch(list(texts))
+        feed = {
+            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+            "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+        }
+        (hidden,) = self._session.run(["last_hidden_state"], {k: feed[k] for k in self._inputs})
+        pooled = [
+            pool_spans(hidden[i], e.offsets, s)
+            for i, (e, s) in enumerate(zip(encodings, spans, strict=True))
+        ]
+        return mean_pool(hidden, feed["attention_mask"]), pooled
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return [len(e.ids) for e in self._counter.encode_batch(list(texts))]

@@ -91,7 +91,7 @@ def export_onnx(model_dir: Path, out_dir: Path) -> Path:
     if _is_current(out_dir, source_sha256):
         return out_dir / ONNX_FILE
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(out_dir.parent / f".{out_dir.name}.lock"):
+    with file_lock(out_dir.parent / f".{out_dir.name}.lock"):
         if _is_current(out_dir, source_sha256):  # another process exported while we waited
             return out_dir / ONNX_FILE
         for stale in out_dir.parent.glob(f".{out_dir.name}.*-*"):  # left by a crashed export
@@ -117,7 +117,8 @@ def load_onnx_embedder(model_dir: Path, onnx_dir: Path, threads: int = 1) -> Onn
 
 
 @contextmanager
-def _locked(lock_path: Path) -> Iterator[None]:
+def file_lock(lock_path: Path) -> Iterator[None]:
+    """An exclusive `flock` on `lock_path` (created if missing) while the block runs."""
     with lock_path.open("a") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         try:

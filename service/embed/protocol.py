@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -24,6 +24,18 @@ class Embedder(Protocol):
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Model tokens per text (special tokens included), for chunking within `max_tokens`."""
+        ...
+
+
+@runtime_checkable
+class SpanEmbedder(Embedder, Protocol):
+    """An embedder that also pools each sentence's token states from the same pass."""
+
+    def embed_spans(
+        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+    ) -> tuple[Vectors, list[Vectors]]:
+        """`embed(texts)`, and per text one L2-normalized vector per char span (zero when no
+        token falls inside it): service.embed.spans."""
         ...
 
 

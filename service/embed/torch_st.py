@@ -11,6 +11,7 @@ from sentence_transformers import SentenceTransformer
 from tokenizers import Tokenizer
 
 from service.embed.protocol import Vectors
+from service.embed.spans import Span, pool_spans
 
 
 class SentenceTransformerEmbedder:
@@ -44,6 +45,33 @@ class SentenceTransformerEmbedder:
             )
         out: Vectors = np.asarray(vectors, dtype=np.float32)
         return out
+
+    def embed_spans(
+        self, texts: Sequence[str], spans: Sequence[Sequence[Span]]
+    ) -> tuple[Vectors, list[Vectors]]:
+        """`embed(texts)` and one vector per char span of each text, from the same pass: the
+        model's `token_embeddings` mean-pooled over each span's tokens (service.embed.spans)."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32), []
+        with torch.inference_mode():
+            out: list[dict[str, torch.Tensor]] = self._model.encode(  # type: ignore[assignment]
+                list(texts), output_value=None, convert_to_numpy=False, show_progress_bar=False
+            )
+        enc = self._model.tokenizer(
+            list(texts),
+            return_offsets_mapping=True,
+            truncation=True,
+            max_length=self.max_tokens,
+        )
+        vectors = np.stack([o["sentence_embedding"].float().cpu().numpy() for o in out]).astype(
+            np.float32
+        )
+        vectors /= np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None)
+        pooled = []
+        for o, offsets, s in zip(out, enc["offset_mapping"], spans, strict=True):
+            tokens = o["token_embeddings"].float().cpu().numpy()
+            pooled.append(pool_spans(tokens, [(int(a), int(b)) for a, b in offsets], s))
+        return vectors, pooled
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         if self._counter is not None:

@@ -21,6 +21,8 @@ class Passage(msgspec.Struct, kw_only=True):
     id: str  # "S1"
     title: str
     text: str
+    sentence_scores: list[float] = msgspec.field(default_factory=list)
+    """The question's cosine with each unit of `text` (`Hit.sentence_scores`), if known."""
 
 
 class GenerationRecord(msgspec.Struct, kw_only=True):

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import msgspec
 
 from service.generate.protocol import Passage
+from service.index.protocol import NO_SCORE
 from service.text.markdown import units
 from service.text.terms import match_terms
 
@@ -33,21 +34,39 @@ COVERED = 0.9
 """Stop once this share of the question's weight is covered."""
 
 
+SIM_WEIGHT = 1.2
+"""Weight of the question–sentence cosine (sentence vectors pooled at indexing) in a
+sentence's score; 0 leaves selection lexical."""
+SIM_FLOOR = 0.3
+"""Cosines below this add nothing (an unrelated sentence still has a small positive one)."""
+SIM_ALONE = 0.6
+"""A sentence sharing no question term is a candidate when its cosine is at least this."""
+
+
 class Candidate(msgspec.Struct, kw_only=True):
     rank: int
     pos: int
     text: str
     source: str
     terms: frozenset[str]
+    sim: float | None = None
 
 
 def candidates(passages: Sequence[Passage]) -> list[Candidate]:
     out = []
     for rank, p in enumerate(passages):
-        for pos, sent in enumerate(units(p.text)):
+        found = units(p.text)
+        sims = p.sentence_scores if len(p.sentence_scores) == len(found) else []
+        for pos, sent in enumerate(found):
+            sim = sims[pos] if sims and sims[pos] > NO_SCORE else None
             out.append(
                 Candidate(
-                    rank=rank, pos=pos, text=sent, source=p.id, terms=frozenset(match_terms(sent))
+                    rank=rank,
+                    pos=pos,
+                    text=sent,
+                    source=p.id,
+                    terms=frozenset(match_terms(sent)),
+                    sim=sim,
                 )
             )
     return out
@@ -79,7 +98,7 @@ def select(
             if i in taken:
                 continue
             matched = c.terms & question_terms
-            if not matched:
+            if not matched and (c.sim is None or c.sim < SIM_ALONE):
                 continue
             gain = sum(weights[t] for t in matched - covered) / total
             full = sum(weights[t] for t in matched) / total
@@ -91,6 +110,7 @@ def select(
                 + (1 - MARGINAL) * full
                 + PASSAGE_PRIOR / (1 + c.rank)
                 + POSITION_PRIOR / (1 + c.pos)
+                + SIM_WEIGHT * max((c.sim or 0.0) - SIM_FLOOR, 0.0)
             )
             if follows:
                 score += MIN_GAIN

@@ -1,18 +1,23 @@
 """Qdrant Edge: the Qdrant engine in-process, one on-disk shard holding every tenant.
 
-Edge calls are synchronous; they run on a small dedicated executor so the event loop never
-blocks. Only one process may open a shard (its WAL is locked), so every search and write of the
-shard passes through one `EdgeIndex`: searches take the read side and writes the write side of a
-readers-writer lock. A search (its dense and BM25 lists together) therefore sees the index before
-or after a write call, never in between — what the indexer's atomic replace relies on, since
-Qdrant does not promise that a multi-point upsert is atomic across segments.
+Edge calls are synchronous and hold the GIL while they run (the wheel cannot be rebuilt to
+release it). Writes, scrolls and counts run on a small dedicated executor; searches run inline on
+the event loop, which they would stall just as long from a thread, and are kept to a few
+milliseconds instead: only the winners' payloads are read, and the loop stall is measured by
+`python -m evals.bench.serving`. Only one process may open a shard (its WAL is locked), so every
+search and write of the shard passes through one `EdgeIndex`: a search waits while a write runs
+(and takes the read side of a readers-writer lock that writes take the write side of). A search
+(its dense and BM25 lists together) therefore sees the index before or after a write call, never
+in between — what the indexer's atomic replace relies on, since Qdrant does not promise that a
+multi-point upsert is atomic across segments.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -29,7 +34,7 @@ from service.index.engine_fusion import (
     query_per_term_weights,
 )
 from service.index.filters import AnyOf, Condition, FilterSpec, Match
-from service.index.protocol import Chunk, Hit, SearchQuery, point_id
+from service.index.protocol import Chunk, Hit, SearchQuery, hit_from_payload, point_id
 from service.index.rwlock import RWLock
 from service.index.schema import (
     DENSE,
@@ -159,7 +164,12 @@ ignore it."""
 
 
 def search_requests(
-    q: SearchQuery, flt: Any, idf_corpus: Any = None, *, acorn: bool = True
+    q: SearchQuery,
+    flt: Any,
+    idf_corpus: Any = None,
+    *,
+    acorn: bool = True,
+    with_payload: bool = True,
 ) -> list[Any]:
     """The engine requests of one search: one batch, one round trip.
 
@@ -181,7 +191,7 @@ def search_requests(
         query, params = vectors[0]
         return [
             qe.QueryRequest(
-                limit=q.prefetch, query=query, filter=flt, params=params, with_payload=True
+                limit=q.prefetch, query=query, filter=flt, params=params, with_payload=with_payload
             )
         ]
     prefetches = [
@@ -195,7 +205,7 @@ def search_requests(
             query=query,
             filter=flt,
             params=params,
-            with_payload=i == 0,
+            with_payload=with_payload and i == 0,
         )
         for i, (query, params) in enumerate(vectors)
     ]
@@ -214,7 +224,7 @@ def search_requests(
         prefetches=outer,
         query=_engine_query(q),
         filter=flt,
-        with_payload=True,
+        with_payload=with_payload,
         with_vector=[DENSE],
     )
     return [fused, rescored[1]] if needs_bm25_list(q) else [fused]
@@ -226,13 +236,44 @@ def hits_from_results(q: SearchQuery, results: list[Any]) -> list[Hit]:
     return hits_from_lists(q, results, lambda p: (p.vector or {}).get(DENSE, []))
 
 
+class _Unread:
+    """A scored point whose payload is read later: only the winners' payloads are (turning
+    the 100 candidates' texts into Python objects cost ~7 of 9 ms, holding the GIL)."""
+
+    __slots__ = ("id", "payload", "score", "vector")
+
+    def __init__(self, pid: Any, score: float, vector: Any) -> None:
+        self.id, self.score, self.vector = pid, score, vector
+        self.payload = {"doc_id": "", "chunk_ix": 0}
+
+
+def _with_payloads(hits: list[Hit], records: Sequence[Any]) -> list[Hit]:
+    """`hits` with their payloads (fields and metadata) from `records`, in the hits' order."""
+    by_id = {str(r.id): r.payload or {} for r in records}
+    return [hit_from_payload(h.id, h.score, by_id[h.id], h.scores) for h in hits if h.id in by_id]
+
+
 class EdgeIndex:
     def __init__(self, shard: Any, *, threads: int = 1, acorn: bool = True) -> None:
         self._shard = shard
         self._acorn = acorn
         self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="edge")
         self._write_lock = asyncio.Lock()
+        self._quiet = asyncio.Event()
+        """Set while no write runs: searches run inline, on the event loop, only then."""
+        self._quiet.set()
+        self._turn = asyncio.Lock()  # one search per turn of the loop
         self._rw = RWLock()
+
+    @contextlib.asynccontextmanager
+    async def _exclusive(self) -> AsyncIterator[None]:
+        """One write (or flush, optimize, close) at a time, and no search meanwhile."""
+        async with self._write_lock:
+            self._quiet.clear()
+            try:
+                yield
+            finally:
+                self._quiet.set()
 
     @classmethod
     def open(
@@ -299,11 +340,11 @@ class EdgeIndex:
             )
             for c in chunks
         ]
-        async with self._write_lock:
+        async with self._exclusive():
             await self._run(self._update_sync, qe.UpdateOperation.upsert_points(points))
 
     async def _delete(self, flt: Any) -> None:
-        async with self._write_lock:
+        async with self._exclusive():
             await self._run(self._update_sync, qe.UpdateOperation.delete_points_by_filter(flt))
 
     async def delete_document(self, tenant_id: str, doc_id: str) -> None:
@@ -355,19 +396,23 @@ class EdgeIndex:
             qe.UpdateOperation.set_payload([point_id(tenant_id, doc_id, i)], {"source_uri": link})
             for i, link in enumerate(links)
         ]
-        async with self._write_lock:
+        async with self._exclusive():
             for op in ops:
                 await self._run(self._update_sync, op)
 
     def _search_sync(self, q: SearchQuery) -> list[Hit]:
         flt = _tenant_acl_filter(q.tenant_id, q.identities, q.filter)
         corpus = _tenant_acl_filter(q.tenant_id, q.identities)
-        requests = search_requests(q, flt, corpus, acorn=self._acorn)
+        requests = search_requests(q, flt, corpus, acorn=self._acorn, with_payload=False)
         if not requests:
             return []
-        with self._rw.read():
+        with self._rw.read():  # the search and its payloads see the same index
             results = self._shard.query_batch(qe.QueryBatchRequest(requests))
-        return hits_from_results(q, results)
+            unread = [[_Unread(p.id, p.score, p.vector) for p in r] for r in results]
+            hits = hits_from_results(q, unread)
+            ids = {str(p.id): p.id for r in results for p in r}
+            records = self._shard.retrieve([ids[h.id] for h in hits], True, False) if hits else []
+        return _with_payloads(hits, records)
 
     def query_batch_sync(self, requests: list[Any]) -> list[Any]:
         """Raw engine access for the benchmark's unfiltered baseline (same executor rules)."""
@@ -375,11 +420,18 @@ class EdgeIndex:
             return list(self._shard.query_batch(qe.QueryBatchRequest(requests)))
 
     async def search(self, query: SearchQuery) -> list[Hit]:
-        try:
-            hits: list[Hit] = await self._run(self._search_sync, query)
-        except Exception as exc:
-            raise UpstreamError(f"vector search failed: {type(exc).__name__}") from exc
-        return hits
+        """Inline, on the event loop: the engine holds the GIL while it searches, so a worker
+        thread would stall the loop just as long and add a hand-off and GIL ping-pong with the
+        loop on top (measured: `python -m evals.bench.serving`, "event_loop_stall"). Searches
+        take turns, so the loop stalls for one search at a time, not for all that are ready;
+        a search waits while a write runs, so it sees the index before or after it."""
+        await asyncio.sleep(0)  # always yield: a caller searching in a loop never starves it
+        async with self._turn:
+            await self._quiet.wait()
+            try:
+                return self._search_sync(query)
+            except Exception as exc:
+                raise UpstreamError(f"vector search failed: {type(exc).__name__}") from exc
 
     async def count(self, tenant_id: str) -> int:
         req = qe.CountRequest(
@@ -391,11 +443,11 @@ class EdgeIndex:
         return int(await self._run(self._shard.count, req))
 
     async def optimize(self) -> None:
-        async with self._write_lock:
+        async with self._exclusive():
             await self._run(self._shard.optimize)
 
     async def flush(self) -> None:
-        async with self._write_lock:
+        async with self._exclusive():
             await self._run(self._shard.flush)
 
     async def healthy(self) -> bool:
@@ -406,7 +458,7 @@ class EdgeIndex:
         return True
 
     async def close(self) -> None:
-        async with self._write_lock:
+        async with self._exclusive():
             await self._run(self._shard.flush)
             await self._run(self._shard.close)
         self._executor.shutdown(wait=True)

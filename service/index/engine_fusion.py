@@ -29,6 +29,7 @@ from typing import Any, Literal, cast
 
 from service.index.fusion import DENSE_KEY, SPARSE_KEY, FusionMethod, fuse
 from service.index.protocol import Hit, SearchQuery, hit_from_payload
+from service.index.sentences import attach_sentence_scores
 
 EngineFusion = Literal["dbsf", "engine_rrf", "saturating", "per_term"]
 ENGINE_FUSIONS: tuple[EngineFusion, ...] = ("dbsf", "engine_rrf", "saturating", "per_term")
@@ -108,6 +109,13 @@ def hits_from_lists(
     engine's scored points (`id`, `score`, `payload`); `dense_of` reads a point's dense vector."""
     if not lists:
         return []
+    hits = _hits_from_lists(q, lists, dense_of)
+    return attach_sentence_scores(q.dense, hits, lists[0])
+
+
+def _hits_from_lists(
+    q: SearchQuery, lists: Sequence[Sequence[Any]], dense_of: Callable[[Any], Sequence[float]]
+) -> list[Hit]:
     if q.fusion in ENGINE_FUSIONS and is_hybrid(q):
         bm25 = {str(p.id): p.score for p in lists[1]} if len(lists) > 1 else None
         return [

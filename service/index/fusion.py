@@ -23,12 +23,30 @@ import math
 from collections.abc import Sequence
 from typing import Literal
 
+import msgspec
+
 from service.index.protocol import Hit
 
 FusionMethod = Literal["convex", "zscore", "rrf"]
 RRF_K = 60.0
 DENSE_KEY = "dense"
 SPARSE_KEY = "bm25"
+
+
+BM25_EPSILON = 1e-4
+"""A BM25 score above this means the chunk holds a query term (an engine formula's float error
+stays far below any real term's score)."""
+
+
+def supported(hit: Hit, min_cosine: float) -> bool:
+    """Whether a hit has any support of its own: it holds a query term (raw BM25 > 0) or its
+    vector is not near-orthogonal to the query's (raw cosine ≥ `min_cosine`). Fused scores
+    cannot say so: a per-query z-score is 0 for a lone candidate and negative for a below-average
+    one. Raw scores depend only on the query and the chunk, never on other tenants' data."""
+    if min_cosine <= -1.0 or hit.scores.get(SPARSE_KEY, 0.0) > BM25_EPSILON:
+        return True  # -1: every hit is kept
+    cos = hit.scores.get(DENSE_KEY)
+    return cos is not None and cos >= min_cosine
 
 
 def _minmax(values: Sequence[float]) -> list[float]:
@@ -93,18 +111,5 @@ def fuse(
     out = []
     for i in order:
         h = hits[i]
-        out.append(
-            Hit(
-                id=h.id,
-                doc_id=h.doc_id,
-                chunk_ix=h.chunk_ix,
-                score=fused[i],
-                text=h.text,
-                title=h.title,
-                source_uri=h.source_uri,
-                lang=h.lang,
-                metadata=h.metadata,
-                scores=h.scores,
-            )
-        )
+        out.append(msgspec.structs.replace(h, score=fused[i]))
     return out

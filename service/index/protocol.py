@@ -12,6 +12,10 @@ from service.config import RESERVED_PAYLOAD
 from service.text.bm25 import SparseVec
 from service.text.uris import public_uri
 
+SENTENCE_VECTORS = "sentence_vectors"
+"""The payload key of a chunk's sentence vectors (reserved: never metadata)."""
+NO_SCORE = -2.0
+"""A `Hit.sentence_scores` entry for a unit without a vector (cosines lie in [-1, 1])."""
 _POINT_NS = uuid.UUID("6f1c3c1e-7b0a-4d59-9a53-2f8f6b1f0a11")
 
 SearchMode = Literal["hybrid", "dense", "sparse"]
@@ -38,9 +42,13 @@ class Chunk(msgspec.Struct, kw_only=True):
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)
     dense: list[float]
     sparse: SparseVec
+    sentence_vectors: str = ""
+    """The units' vectors pooled at indexing (service.ingest.sentences); "" when none."""
 
     def payload(self) -> dict[str, Any]:
+        extra = {SENTENCE_VECTORS: self.sentence_vectors} if self.sentence_vectors else {}
         return {
+            **extra,
             **self.metadata,
             "tenant_id": self.tenant_id,
             "doc_id": self.doc_id,
@@ -68,6 +76,10 @@ class Hit(msgspec.Struct, kw_only=True):
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)
     scores: dict[str, float] = msgspec.field(default_factory=dict)
     """Each retriever's raw score of this chunk (`dense` cosine, `bm25`), before fusion."""
+    sentence_scores: list[float] = msgspec.field(default_factory=list)
+    """Cosine of the query and each unit of `text` (`service.text.markdown.units`), from the
+    sentence vectors pooled at indexing; `NO_SCORE` for a unit without one, empty when the
+    chunk has none (an index built before them) or the query had no vector."""
 
 
 class SearchQuery(msgspec.Struct, kw_only=True):
@@ -111,6 +123,7 @@ def chunk_from_payload(payload: dict[str, Any], dense: list[float], sparse: Spar
         metadata={k: v for k, v in payload.items() if k not in RESERVED_PAYLOAD},
         dense=dense,
         sparse=sparse,
+        sentence_vectors=str(payload.get(SENTENCE_VECTORS, "")),
     )
 
 

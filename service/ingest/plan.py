@@ -24,10 +24,12 @@ from service.ingest.chunking import ChunkText
 from service.ingest.documents import LoadError, SourceDoc
 from service.ingest.links import chunk_links
 from service.ingest.relink import content_unchanged, doc_pieces, needs_relink, public_link
+from service.ingest.sentences import unit_spans
 from service.ingest.summary import Failure, Progress, Summary, printable
 from service.text.bm25 import SparseVec, doc_vector
 
-CHUNKER_VERSION = "2"  # 2: MkDocs directives removed; code, lists, tables keep lines
+CHUNKER_VERSION = "3"  # 2: MkDocs directives removed; code, lists, tables keep lines
+# 3: sentence vectors pooled from the chunk's pass (service.ingest.sentences)
 TOMBSTONE_SPARSE = SparseVec([], [])
 MAX_DOC_ID_CHARS = 512
 """Document ids longer than this are refused (they key points, rows, URLs and logs)."""
@@ -220,6 +222,10 @@ class ChunkedDoc(msgspec.Struct, kw_only=True):
     texts: list[str]
     sparse: list[SparseVec]
     vectors: list[list[float] | None]
+    spans: list[list[tuple[int, int]]] = msgspec.field(default_factory=list)
+    """Per chunk, the char spans of its units in the embedded text."""
+    sentence_vectors: list[str] = msgspec.field(default_factory=list)
+    """Per chunk, its units' vectors (service.embed.spans.encode); "" for none."""
     error: str | None = None
     outstanding: int = 0  # chunks still waiting for the embedder
 
@@ -281,6 +287,7 @@ class ChunkedDoc(msgspec.Struct, kw_only=True):
                 metadata=self.metadata,
                 dense=vec,
                 sparse=sparse,
+                sentence_vectors=self.sentence_vectors[i] if self.sentence_vectors else "",
             )
             for i, (p, vec, sparse) in enumerate(
                 zip(self.pieces, self.vectors, self.sparse, strict=True)
@@ -320,4 +327,6 @@ def chunk(tenant_id: str, changed: Changed, embedder: Embedder) -> ChunkedDoc:
         texts=texts,
         sparse=[doc_vector(t) for t in texts],
         vectors=[None] * len(texts),
+        spans=[unit_spans(t, p.text) for t, p in zip(texts, pieces, strict=True)],
+        sentence_vectors=[""] * len(texts),
     )

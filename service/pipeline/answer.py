@@ -163,7 +163,7 @@ class AnswerPipeline:
                 yield event
             return
         passages = [
-            Passage(id=s.id, title=h.title, text=h.text)
+            Passage(id=s.id, title=h.title, text=h.text, sentence_scores=h.sentence_scores)
             for s, h in zip(p.sources, p.hits, strict=True)
         ]
         pieces: list[str] = []

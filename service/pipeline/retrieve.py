@@ -3,7 +3,9 @@
 Every stage is capped in work and in time: `prefetch` candidates per retriever, a `shortlist`
 of fused hits, at most `rerank.max_candidates` reranked, `top_k` returned; each stage runs
 under its own deadline inside the request budget. A late embedder degrades to BM25 alone; a late
-or busy reranker keeps the fused order. Both are named in `done.degraded`.
+or busy reranker keeps the fused order. Both are named in `done.degraded`. A hit with no support
+of its own (no query term, a near-orthogonal vector: `fusion.supported`) is dropped: it is never
+a search result, an answer's source or a chat's.
 
 The packaged embedder knows English only, so a query in another script leans on BM25: its dense
 weight in the fusion is `retrieval.non_latin_dense_weight` instead of `retrieval.dense_weight`.
@@ -19,6 +21,7 @@ from service.embed.protocol import Vectors
 from service.errors import DeadlineExceeded
 from service.identity import Principal
 from service.index.filters import FilterSpec
+from service.index.fusion import supported
 from service.index.protocol import Hit, SearchQuery, VectorIndex
 from service.pipeline.budget import Budget
 from service.rerank.stage import RerankBusy, RerankStage
@@ -137,5 +140,9 @@ class Retriever:
                 budget.degrade("rerank_timeout")
             except RerankBusy:
                 budget.degrade("rerank_busy")
-        telemetry.annotate(hits=len(hits))
-        return hits[:top_k]
+        floor = self.settings.retrieval.min_support_cosine
+        kept = [h for h in hits if supported(h, floor)]
+        if len(kept) < len(hits):
+            telemetry.annotate(unsupported=len(hits) - len(kept))
+        telemetry.annotate(hits=len(kept))
+        return kept[:top_k]

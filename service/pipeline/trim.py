@@ -16,7 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from service.index.protocol import Hit
+import msgspec
+
+from service.index.protocol import NO_SCORE, Hit
+from service.text.markdown import units
 from service.text.sentences import split_sentences
 from service.text.tokenize import words
 
@@ -64,18 +67,38 @@ def _join(a: str, b: str) -> str:
     return f"{a} {b}"
 
 
-def _with_text(h: Hit, text: str, chunk_ix: int) -> Hit:
-    return Hit(
-        id=h.id,
-        doc_id=h.doc_id,
-        chunk_ix=chunk_ix,
-        score=h.score,
-        text=text,
-        title=h.title,
-        source_uri=h.source_uri,
-        lang=h.lang,
-        metadata=h.metadata,
-        scores=h.scores,
+def _norm(unit: str) -> str:
+    return " ".join(unit.split())
+
+
+def realign(text: str, sources: Sequence[Hit]) -> list[float]:
+    """`sentence_scores` for `text` made of the sources' units (merged or cut): each unit's
+    score looked up by its text, `NO_SCORE` for one that is not theirs."""
+    known: dict[str, float] = {}
+    for h in sources:
+        if not h.sentence_scores:
+            continue
+        found = units(h.text)
+        if len(found) == len(h.sentence_scores):
+            for unit, score in zip(found, h.sentence_scores, strict=True):
+                known.setdefault(_norm(unit), score)
+    if not known:
+        return []
+    return [_score_of(_norm(u), known) for u in units(text)]
+
+
+def _score_of(unit: str, known: dict[str, float]) -> float:
+    """A unit's own score, else (units run together where two chunks meet) the best of the
+    known units it holds, else `NO_SCORE`."""
+    if unit in known:
+        return known[unit]
+    inside = [score for k, score in known.items() if k and k in unit]
+    return max(inside) if inside else NO_SCORE
+
+
+def _with_text(h: Hit, text: str, chunk_ix: int, sources: Sequence[Hit] = ()) -> Hit:
+    return msgspec.structs.replace(
+        h, chunk_ix=chunk_ix, text=text, sentence_scores=realign(text, sources or [h])
     )
 
 
@@ -114,7 +137,7 @@ def merge_neighbours(hits: Sequence[Hit]) -> list[Hit]:
         text = ordered[0].text
         for nxt in ordered[1:]:
             text = _join(text, nxt.text)
-        out.append(_with_text(g[0], text, ordered[0].chunk_ix))
+        out.append(_with_text(g[0], text, ordered[0].chunk_ix, ordered))
     return out
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+import msgspec
+
 from service.index.protocol import Hit
 
 
@@ -26,17 +28,8 @@ def reorder(hits: Sequence[Hit], scores: Sequence[float], key: str) -> list[Hit]
     for i in order:
         h = hits[i]
         out.append(
-            Hit(
-                id=h.id,
-                doc_id=h.doc_id,
-                chunk_ix=h.chunk_ix,
-                score=float(scores[i]),
-                text=h.text,
-                title=h.title,
-                source_uri=h.source_uri,
-                lang=h.lang,
-                metadata=h.metadata,
-                scores={**h.scores, key: float(scores[i])},
+            msgspec.structs.replace(
+                h, score=float(scores[i]), scores={**h.scores, key: float(scores[i])}
             )
         )
     return out

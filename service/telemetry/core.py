@@ -20,6 +20,7 @@ from service.config import Settings
 from service.telemetry.context import RequestTelemetry
 from service.telemetry.deferred import PresetIds, materialize
 from service.telemetry.labels import OTHER
+from service.telemetry.looplag import LoopLagProbe
 from service.telemetry.metrics import BreakerView, Metrics
 from service.telemetry.tracing import build_provider, clean_attributes
 from service.telemetry.usage import UsageRecord, UsageWriter
@@ -51,6 +52,7 @@ class Telemetry:
         with_metrics = t.metrics if metrics is None else metrics
         self.metrics = Metrics(t, settings.budget.ttft_ms) if with_metrics else None
         self.usage: UsageWriter | None = None
+        self.loop_lag: LoopLagProbe | None = None
 
     @property
     def enabled(self) -> bool:
@@ -84,8 +86,14 @@ class Telemetry:
                 self.metrics.watch_stats(stats)
             if breakers is not None:
                 self.metrics.watch_breakers(breakers)
+            if self.loop_lag is None:
+                self.loop_lag = LoopLagProbe(self.metrics.loop_lag.observe)
+                self.loop_lag.start()
 
     async def close(self) -> None:
+        if self.loop_lag is not None:
+            self.loop_lag.close()
+            self.loop_lag = None
         if self.usage is not None:
             await self.usage.close()
             self.usage = None

@@ -143,6 +143,13 @@ class Metrics:
             buckets=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
             registry=r,
         )
+        self.loop_lag = Histogram(
+            "ragline_event_loop_lag_seconds",
+            "How late a 10 ms timer fired on the event loop: how long every request on it was "
+            "held up by work that did not yield (e.g. an engine call holding the GIL).",
+            buckets=(0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.02, 0.05, 0.1, 0.5),
+            registry=r,
+        )
         self.usage_written = Counter(
             "ragline_usage_records_written", "Usage records stored in PostgreSQL.", registry=r
         )

@@ -293,3 +293,26 @@ async def test_broken_source_or_registry_stops_the_run_with_its_error(
     s = await fast.add(t, load_path(tmp_path), public=True)  # the next run repairs
     assert s.failed == 0 and s.added + s.updated + s.unchanged == 2
     await assert_consistent(runtime, t)
+
+
+async def test_concurrent_small_batches_index_what_one_big_batch_does(
+    runtime: Any, tmp_path: Path
+) -> None:
+    """Embedding several batches at once (the CLI's default on a multi-core machine) loses no
+    chunk and gives the same search results, scores included, as one worker with big batches."""
+    root = make_corpus(tmp_path)
+    one = await tenant(runtime, "one-worker")
+    many = await tenant(runtime, "many-workers")
+    big = indexer(runtime, embed_batch=64, embed_workers=1)
+    a = await big.add(one, load_path(root), public=True)
+    small = indexer(runtime, embed_batch=1, embed_workers=3, sort_window=4)
+    b = await small.add(many, load_path(root), public=True)
+    assert small.embed_calls == b.chunks > big.embed_calls
+    assert (a.added, a.chunks, a.failed) == (b.added, b.chunks, b.failed) == (7, a.chunks, 0)
+    await assert_consistent(runtime, many)
+    for query in ("otter product line revenue", "how do deploys work", "refund policy"):
+        got = {}
+        for t in (one, many):
+            hits = await find(runtime, t, query, EVERYONE)
+            got[t] = [(h.doc_id, h.chunk_ix, round(h.score, 4)) for h in hits]
+        assert got[one] == got[many] and got[one]

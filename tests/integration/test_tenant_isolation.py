@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from indexing.loaders import load_path
-from service.config import CacheSettings
+from service.config import BudgetSettings, CacheSettings
 from service.ingest.pipeline import Indexer
 from tests.cache_helpers import close_replica, replica, with_sections
 from tests.helpers import auth, make_key, write
@@ -33,8 +33,12 @@ QUERIES = ["osprey budget lighthouse restoration", "lighthouse lamps", "harbour 
 
 @pytest.fixture
 async def fresh_http(settings: Any, runtime: Any) -> AsyncIterator[httpx.AsyncClient]:
-    """The app over a replica without caches: every search reaches the index."""
-    rt = await replica(runtime, with_sections(settings, cache=CacheSettings(enabled=False)))
+    """The app over a replica without caches: every search reaches the index. Deadlines no load
+    can miss: a search degraded to BM25 alone (late embedder) is not the comparison made here."""
+    patient = BudgetSettings(ttft_ms=60_000, embed_ms=30_000, search_ms=30_000, rerank_ms=30_000)
+    rt = await replica(
+        runtime, with_sections(settings, cache=CacheSettings(enabled=False), budget=patient)
+    )
     try:
         async with serve(rt.settings, rt) as url, httpx.AsyncClient(base_url=url) as client:
             yield client
@@ -47,6 +51,7 @@ async def results(http: httpx.AsyncClient, key: str) -> list[Any]:
     for q in QUERIES:
         resp = await http.post("/v1/search", json={"query": q, "top_k": 10}, headers=auth(key))
         assert resp.status_code == 200, resp.text
+        assert resp.json()["degraded"] == [], resp.text
         out.append([(h["id"], h["score"], h["scores"]) for h in resp.json()["results"]])
     return out
 

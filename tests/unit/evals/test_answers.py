@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from evals.answers import AbstentionDetector, contains, exact_match, normalize, token_f1
+from evals.answers import (
+    AbstentionDetector,
+    contains,
+    evidence_overlap,
+    exact_match,
+    normalize,
+    token_f1,
+)
+from evals.backends import SourceSeen
+from evals.scoring import gold_cited
+from evals.suite import Question
 from service.generate.extractive import NO_ANSWER
 
 pytestmark = pytest.mark.unit
@@ -64,3 +74,35 @@ def test_answers_are_not_abstentions(answer: str) -> None:
 def test_suite_patterns_extend_the_defaults() -> None:
     detect = AbstentionDetector([r"^n/a$"])
     assert detect("n/a") and not AbstentionDetector()("n/a")
+
+
+def test_evidence_overlap_counts_content_words_both_ways() -> None:
+    evidence = {
+        "en/cors.md": ["You configure CORS with the CORSMiddleware.", "Import CORSMiddleware."],
+        "hi/cors.md": ["आप CORSMiddleware का उपयोग करके CORS configure कर सकते हैं।"],
+    }
+    # all of the English evidence's content words, nothing else (citations are not words)
+    recall, precision = evidence_overlap(
+        "Import the CORSMiddleware to configure CORS. [S1]", evidence
+    )
+    assert recall == 1.0 and precision == 1.0
+    # padding lowers the share of evidence words, not what is held
+    padded = "Import the CORSMiddleware to configure CORS. Origins are schemes, hosts and ports."
+    recall, precision = evidence_overlap(padded, evidence)
+    assert recall == 1.0 and precision == 0.5  # origin, scheme, host, port are not evidence
+    # the Hindi page's evidence counts for a Hindi answer
+    recall, _ = evidence_overlap(
+        "आप CORSMiddleware का उपयोग करके CORS configure कर सकते हैं।", evidence
+    )
+    assert recall == 1.0
+    assert evidence_overlap("Nothing relevant here.", evidence) == (0.0, 0.0)
+
+
+def test_gold_page_counts_only_cited_sources() -> None:
+    q = Question(id="q", question="q?", gold_docs={"hi/a.md": 2, "en/a.md": 1})
+    sources = [SourceSeen(id="S1", doc_id="other.md"), SourceSeen(id="S2", doc_id="en/a.md")]
+    assert gold_cited(q, sources, ["S2"]) == {"citations.gold_page": 1.0}
+    assert gold_cited(q, sources, ["S1"]) == {"citations.gold_page": 0.0}
+    assert gold_cited(q, sources, []) == {"citations.gold_page": 0.0}
+    off_topic = Question(id="o", question="o?", answerable=False)
+    assert gold_cited(off_topic, sources, ["S1"]) == {}

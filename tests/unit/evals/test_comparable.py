@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import argparse
+from pathlib import Path
+
 import msgspec
 import pytest
 
+from evals.cli import GATE_FAILED, publish
 from evals.comparable import differences
 from evals.results import QuestionResult, Report, RunInfo, SuiteReport
 from evals.scoring import confidence_auc
+from evals.suite import Suite, load_suite
 
 pytestmark = pytest.mark.unit
 
@@ -91,3 +96,36 @@ def test_confidence_auc_ranks_right_answers_above_wrong_ones() -> None:
     assert confidence_auc([*right, *wrong]) == pytest.approx((3 + 2.5) / 6)
     assert confidence_auc(right) is None
     assert confidence_auc([q(True, False, None, 0.9), *wrong]) is None
+
+
+def _suite(tmp_path: Path, name: str = "clapnq") -> Suite:
+    root = tmp_path / name
+    root.mkdir()
+    (root / "suite.toml").write_text(f'name = "{name}"\n[corpus]\ntenant = "t"\n')
+    (root / "questions.jsonl").write_text(
+        '{"id": "a", "question": "q?"}\n{"id": "b", "question": "r?"}\n'
+    )
+    return load_suite(str(root))
+
+
+@pytest.mark.parametrize(
+    ("baseline", "why"),
+    [
+        (_report(scorer="lexical"), "scorer differs"),
+        (_report(limit=50), "limit differs"),
+        (_report(ids=("a", "c")), "other questions"),
+        (_report("xquad-en"), "not in the baseline"),
+    ],
+)
+def test_an_incomparable_baseline_warns_loudly_and_fails_with_strict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], baseline: Report, why: str
+) -> None:
+    suites = [_suite(tmp_path)]
+    args = argparse.Namespace(out=None, html=None, json=True, strict=False)
+    assert publish(_report(), suites, baseline, args) == 0  # gates pass: a warning only
+    err = capsys.readouterr().err
+    assert "WARNING: baseline not comparable" in err and why in err
+    args.strict = True
+    assert publish(_report(), suites, baseline, args) == GATE_FAILED
+    assert "--strict" in capsys.readouterr().err
+    assert publish(_report(), suites, _report(), args) == 0  # a comparable one passes

@@ -19,7 +19,7 @@ from evals.results import (
     write_report,
 )
 from evals.scoring import aggregate, slice_by, slice_dims
-from evals.svg import bar_chart, cdf_chart
+from evals.svg import bar_chart, cdf_chart, histogram
 
 pytestmark = pytest.mark.unit
 
@@ -106,3 +106,40 @@ def test_charts_survive_empty_and_missing_values() -> None:
     assert cdf_chart({"a": []}, title="t", x_label="ms").startswith("<svg")
     svg = bar_chart([("x", {"m": None})], ["m"], title="t")
     assert "n/a" in svg
+
+
+def _bars(svg: str) -> int:
+    """Bars with a height in one histogram."""
+    return sum(1 for h in re.findall(r'<rect [^>]*height="([\d.]+)"', svg) if float(h) > 0)
+
+
+def _chart(html: str, title: str) -> str:
+    start = html.index(f'aria-label="{title}"')
+    return html[start : html.index("</svg>", start)]
+
+
+def test_histograms_show_a_spread_near_one_not_one_bar() -> None:
+    crowded = [0.93 + 0.0035 * i for i in range(20)]  # 0.93 .. 0.9965, like groundedness
+    assert _bars(histogram(crowded, title="g")) >= 8
+    # a few outliers far below must not squeeze the crowd into one bar
+    with_outliers = [*crowded, 0.05, 0.4]
+    svg = histogram(with_outliers, title="g")
+    assert _bars(svg) >= 8 and "&lt; 0" in svg
+    assert _bars(histogram([1.0] * 5, title="g")) == 1  # one value is one bar
+
+
+def test_report_plots_groundedness_and_confidence_distributions_and_reliability() -> None:
+    qs = []
+    for i in range(40):
+        q = _question(i, supported=True)
+        q.scores["groundedness.score"] = 0.9 + 0.0025 * i if i else 0.1
+        q.scores["answers.f1"] = 1.0 if i % 3 else 0.0
+        q.confidence = i / 40
+        qs.append(q)
+    report = _report()
+    report.questions = qs
+    html = render_html(report)
+    assert _bars(_chart(html, "Groundedness per answer")) >= 8
+    assert _bars(_chart(html, "Confidence per answer")) >= 8
+    reliability = _chart(html, "Reliability: share right per confidence bin")
+    assert reliability.count("share right") >= 5 and "mean confidence" in reliability

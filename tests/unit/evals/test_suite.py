@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from evals.prepare import CANARY_PREFIX, can_see, canary_docs, visible_acl
-from evals.suite import CANARY_GROUP, SUITES_DIR, SuiteError, load_suite
+from evals.suite import CANARY_GROUP, SUITES_DIR, Manifest, SuiteError, load_suite, read_questions
 
 pytestmark = pytest.mark.unit
 
@@ -75,3 +76,21 @@ def test_scifact_full_reads_the_shared_corpus_or_says_where_it_looked(tmp_path: 
     suite = load_suite("scifact-full", data_dir=tmp_path)
     assert suite.corpus_path == corpus and len(suite.questions) == 300
     assert [d.id for d in suite.corpus()] == ["1"]
+
+
+@pytest.mark.parametrize(
+    "path", sorted(SUITES_DIR.glob("*/suite.toml")), ids=lambda p: str(p.parent.name)
+)
+def test_every_shipped_suite_gates_on_abstention_and_false_abstention(path: Path) -> None:
+    """Answerable questions: a ceiling on the false abstention rate and on its regression; a
+    suite with unanswerable questions also gates the abstention on them (floor, regression)."""
+    manifest = msgspec.toml.decode(path.read_bytes(), type=Manifest)
+    questions = read_questions((path.parent / manifest.questions).resolve())
+    gates = manifest.gates
+    assert manifest.metrics.abstention
+    if any(q.answerable for q in questions):
+        assert "abstention.false_rate" in gates.max
+        assert "abstention.false_rate" in gates.max_regression
+    if any(not q.answerable for q in questions):
+        assert "abstention.accuracy" in gates.min
+        assert "abstention.accuracy" in gates.max_regression

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import msgspec
 import numpy as np
 import pytest
 
@@ -98,10 +99,18 @@ def test_abstain_message_follows_the_question_language() -> None:
 
 def test_shipped_model_is_loadable_and_sane() -> None:
     model = load_model()
-    assert set(model.models) == {"dense", "lexical"}
+    assert set(model.models) == {"sentence", "dense", "lexical"}
     for logit in model.models.values():
         assert 0 < logit.threshold < 1
-        weak = Signals(lang="en", dense_top=0.05, coverage=0.0, sentence_coverage=0.0, terms=4)
+        weak = Signals(
+            lang="en",
+            dense_top=0.05,
+            coverage=0.0,
+            sentence_coverage=0.0,
+            terms=4,
+            sentence_sim=0.05,
+            sentence_sim_first=0.05,
+        )
         strong = Signals(
             lang="en",
             dense_top=0.8,
@@ -109,6 +118,8 @@ def test_shipped_model_is_loadable_and_sane() -> None:
             coverage=1.0,
             sentence_coverage=1.0,
             terms=4,
+            sentence_sim=0.8,
+            sentence_sim_first=0.8,
         )
         assert logit.probability(weak) < logit.threshold < logit.probability(strong)
 
@@ -135,3 +146,31 @@ def test_fit_logistic_separates_and_threshold_bounds_false_abstention() -> None:
     pos = [model.probability(r.signals) for r in rows if r.answerable]
     assert sum(p < model.threshold for p in pos) / len(pos) <= 0.05
     assert pick_threshold(model, rows, 0.0) <= model.threshold
+
+
+def test_sentence_similarity_is_a_signal_only_for_english_with_vectors() -> None:
+    sentence = Logistic(
+        features=["sentence_sim"],
+        mean=[0.4],
+        scale=[0.1],
+        coef=[3.0],
+        intercept=0.0,
+        threshold=0.5,
+    )
+    model = _model()
+    model.models["sentence"] = sentence
+    on_topic = msgspec.structs.replace(
+        _hit("Paris is the capital of France. It is big.", 0.8, 10.0),
+        sentence_scores=[0.7, -2.0],
+    )
+    d = decide("What is the capital of France?", [on_topic], model)
+    assert d.model == "sentence" and d.signals.has_sentences
+    assert d.signals.sentence_sim == d.signals.sentence_sim_first == 0.7  # -2: no vector
+    assert d.answerable
+    unrelated = msgspec.structs.replace(on_topic, sentence_scores=[0.1, 0.05])
+    assert not decide("What is the capital of France?", [unrelated], model).answerable
+    # an index built before sentence vectors: the dense model decides
+    old = _hit("Paris is the capital of France.", 0.8, 10.0)
+    assert decide("What is the capital of France?", [old], model).model == "dense"
+    # the English embedder is noise for Hindi: never the sentence model
+    assert decide("फ्रांस की राजधानी क्या है?", [on_topic], model).model == "lexical"

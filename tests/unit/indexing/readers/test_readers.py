@@ -12,9 +12,12 @@ from indexing.readers.docx import read_docx
 from indexing.readers.html import read_html
 from indexing.readers.markdown import read_markdown
 from indexing.readers.pdf import read_pdf
+from service.ingest.chunking import chunk_document
 from service.ingest.documents import LoadError, SourceDoc
+from service.ingest.links import chunk_links
 from service.text.lang import detect_lang
-from tests.files import HTML, make_corpus, make_docx, make_pdf
+from service.text.sentences import split_sentences
+from tests.files import HTML, make_corpus, make_docx, make_pdf, make_report_pdf
 from tests.helpers import write
 
 pytestmark = pytest.mark.unit
@@ -32,6 +35,30 @@ def test_pdf_text_layer_of_every_page(tmp_path: Path) -> None:
     path = make_pdf(tmp_path / "r.pdf", ["First page about otters.", "Second page, Lisbon."], "R")
     doc = read_pdf(path, "r.pdf")
     assert doc.title == "R" and "otters" in doc.text and "Lisbon" in doc.text
+
+
+def test_pdf_headings_stay_headings_not_sentence_starts(tmp_path: Path) -> None:
+    doc = read_pdf(make_report_pdf(tmp_path / "survey.pdf"), "survey.pdf")
+    assert doc.markdown and doc.title == "Otter survey"
+    assert "# Otter survey 2026\n" in doc.text
+    for heading in ("3 Method", "3.2 Results", "4 Discussion"):
+        assert f"# {heading}\n" in doc.text, doc.text
+    chunks = chunk_document(
+        doc.text,
+        title=doc.title,
+        markdown=True,
+        count_tokens=lambda xs: [len(x.split()) for x in xs],
+    )
+    by_heading = {c.headings[-1]: c.text for c in chunks}
+    assert by_heading["3.2 Results"].startswith("The model found otters in nine")
+    sentences = [s for c in chunks for s in split_sentences(c.text)]
+    assert "The model found otters in nine of the twelve rivers." in sentences
+    assert not [s for s in sentences if "Results" in s or "Method" in s or "Discussion" in s]
+    # wrapped body lines are one paragraph again, and links still find the second page
+    assert "from March to June. We counted" in by_heading["3 Method"]
+    doc.source_uri = "survey.pdf"
+    links = dict(zip([c.text for c in chunks], chunk_links(doc, chunks), strict=True))
+    assert links[by_heading["4 Discussion"]] == "survey.pdf#page=2"
 
 
 def test_docx_headings_become_structure(tmp_path: Path) -> None:

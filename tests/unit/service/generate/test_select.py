@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from service.generate import select
 from service.generate.extractive import pick_sentences, render
 from service.generate.protocol import Passage
 from service.ingest.chunking import chunk_document
@@ -104,3 +105,21 @@ def test_chunks_keep_markdown_blocks_on_their_own_lines() -> None:
         in text
     )
     assert "\n\n- a path parameter\n- a query parameter\n\n" in text
+
+
+def test_sentence_similarity_picks_the_answer_that_shares_no_words(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    text = (
+        "The tower was finished in 1889 for the world's fair. "
+        "The tower is made of wrought iron and was built by the company of Gustave Eiffel."
+    )
+    question = "Who constructed the tower?"
+    lexical = [Passage(id="S1", title="", text=text, sentence_scores=[0.2, 0.7])]
+    monkeypatch.setattr(select, "SIM_WEIGHT", 0.0)
+    assert pick_sentences(question, lexical, 1)[0][0].startswith("The tower was finished")
+    monkeypatch.setattr(select, "SIM_WEIGHT", 1.0)
+    assert pick_sentences(question, lexical, 1)[0][0].startswith("The tower is made")
+    # scores that do not align with the passage's units are ignored
+    wrong = [Passage(id="S1", title="", text=text, sentence_scores=[0.2])]
+    assert pick_sentences(question, wrong, 1)[0][0].startswith("The tower was finished")

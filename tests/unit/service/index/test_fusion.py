@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.index.fusion import fuse
+from service.index.fusion import fuse, supported
 from service.index.protocol import Hit
 
 pytestmark = pytest.mark.unit
@@ -83,3 +83,18 @@ def test_fusion_is_a_permutation_of_the_top(
     assert len(out) == min(10, len(cands))
     assert len(set(ids(out))) == len(out)
     assert [h.score for h in out] == sorted((h.score for h in out), reverse=True)
+
+
+def test_support_comes_from_raw_scores_not_from_the_fused_one() -> None:
+    def hit(score: float, **scores: float) -> Hit:
+        return Hit(id="p", doc_id="d", chunk_ix=0, score=score, text="t", scores=scores)
+
+    # a lone candidate's z-score is 0, a below-average one's negative: both can be supported
+    assert supported(hit(0.0, dense=0.05, bm25=3.1), 0.2)
+    assert supported(hit(-1.2, dense=0.35, bm25=0.0), 0.2)
+    # no query term and a near-orthogonal vector: no support, whatever the fused score
+    assert not supported(hit(1.5, dense=0.1, bm25=0.0), 0.2)
+    assert not supported(hit(1.5, dense=0.1, bm25=1e-9), 0.2)  # an engine formula's float error
+    assert supported(hit(0.5, bm25=0.4), 0.2)  # BM25 alone (the embedder was late)
+    assert not supported(hit(0.5), 0.2)
+    assert supported(hit(0.5, dense=-0.3), -1.0) and supported(hit(0.5), -1.0)  # -1 keeps all

@@ -22,13 +22,26 @@ pytestmark = pytest.mark.unit
 
 
 class FakeIndex:
-    def __init__(self) -> None:
+    """Hits with raw scores as the engines return them; `unsupported` ones share no query term
+    and have a near-orthogonal vector."""
+
+    def __init__(self, unsupported: frozenset[int] = frozenset()) -> None:
         self.queries: list[SearchQuery] = []
+        self.unsupported = unsupported
 
     async def search(self, q: SearchQuery) -> list[Hit]:
         self.queries.append(q)
         return [
-            Hit(id=f"h{i}", doc_id=f"d{i}", chunk_ix=0, score=1.0 - i / 100, text=f"text {i}")
+            Hit(
+                id=f"h{i}",
+                doc_id=f"d{i}",
+                chunk_ix=0,
+                score=1.0 - i / 100,
+                text=f"text {i}",
+                scores={"dense": 0.02, "bm25": 0.0}
+                if i in self.unsupported
+                else {"dense": 0.5, "bm25": 2.0},
+            )
             for i in range(q.limit)
         ]
 
@@ -44,8 +57,10 @@ class Reverse:
         return [float(i) for i in range(len(hits))]
 
 
-def make(settings: Settings, reranker: RerankStage | None = None) -> tuple[Retriever, FakeIndex]:
-    index = FakeIndex()
+def make(
+    settings: Settings, reranker: RerankStage | None = None, index: FakeIndex | None = None
+) -> tuple[Retriever, FakeIndex]:
+    index = index or FakeIndex()
     batcher = MicroBatcher(HashEmbedder(dim=16), max_batch=4, max_wait_ms=1)
     return Retriever(batcher, index, settings, reranker), index  # type: ignore[arg-type]
 
@@ -67,6 +82,22 @@ async def test_caps_on_prefetch_shortlist_and_k() -> None:
     assert q.fusion == s.retrieval.fusion and q.dense is not None
     # the reranker reversed the first 10 of the shortlist
     assert [h.id for h in hits] == ["h9", "h8", "h7", "h6", "h5"]
+    await retriever.batcher.close()
+
+
+async def test_hits_without_support_are_dropped_in_order() -> None:
+    """A z-score ranks every candidate; a hit with no query term and a cosine under the floor
+    is still not returned (the rest keep their order, nothing backfills)."""
+    retriever, _ = make(Settings(), index=FakeIndex(frozenset({1, 3})))
+    hits = await retriever.retrieve(PRINCIPAL, "hello", filters=None, top_k=5, budget=Budget(800))
+    assert [h.id for h in hits] == ["h0", "h2", "h4"]
+    await retriever.batcher.close()
+    keep_all = msgspec.structs.replace(Settings().retrieval, min_support_cosine=-1.0)
+    retriever, _ = make(
+        msgspec.structs.replace(Settings(), retrieval=keep_all), index=FakeIndex(frozenset({1}))
+    )
+    hits = await retriever.retrieve(PRINCIPAL, "hello", filters=None, top_k=5, budget=Budget(800))
+    assert len(hits) == 5
     await retriever.batcher.close()
 
 
