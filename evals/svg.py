@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 
 PALETTE = ("#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2", "#db2777", "#4b5563")
+GRID = 'stroke="#e5e7eb"'
 FONT = 'font-family="system-ui, sans-serif" font-size="11"'
 
 
@@ -231,5 +232,102 @@ def histogram(
     parts.append(
         f'<text x="{left + pw / 2}" y="{height - 6}" text-anchor="middle">{escape(x_label)}</text>'
     )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _log_ticks(lo: float, hi: float) -> list[float]:
+    """1, 2, 5 × powers of ten between lo and hi (at least the two ends)."""
+    ticks = [
+        m * 10**e
+        for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+        for m in (1, 2, 5)
+        if lo <= m * 10**e <= hi
+    ]
+    return ticks or [lo, hi]
+
+
+def _fmt_big(v: float) -> str:
+    for div, unit in ((1e6, "M"), (1e3, "k")):
+        if v >= div:
+            return f"{v / div:g}{unit}"
+    return f"{v:g}"
+
+
+def line_chart(
+    series: Mapping[str, Sequence[tuple[float, float]]],
+    *,
+    title: str,
+    x_label: str,
+    y_label: str,
+    caption: str = "",
+    width: int = 640,
+    height: int = 340,
+) -> str:
+    """Lines with markers on log-log axes: one line per series of (x, y) points (x, y > 0)."""
+    left, right, top, bottom = 56, 190, 28, 58
+    pw, ph = width - left - right, height - top - bottom
+    xs = [x for s in series.values() for x, _ in s] or [1.0, 10.0]
+    ys = [y for s in series.values() for _, y in s] or [1.0, 10.0]
+    x_lo, x_hi = 10 ** math.floor(math.log10(min(xs))), 10 ** math.ceil(math.log10(max(xs)))
+    y_lo = 10 ** math.floor(math.log10(max(min(ys), 1e-3)))
+    y_hi = 10 ** math.ceil(math.log10(max([*ys, y_lo * 10])))
+
+    def sx(x: float) -> float:
+        return left + pw * math.log10(x / x_lo) / math.log10(x_hi / x_lo)
+
+    def sy(y: float) -> float:
+        return top + ph * (1 - math.log10(max(y, y_lo) / y_lo) / math.log10(y_hi / y_lo))
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" role="img" aria-label="{escape(title)}" {FONT}>',
+        f'<rect width="{width}" height="{height}" fill="#ffffff"/>',
+        f'<text x="{left}" y="16" font-size="13" font-weight="600">{escape(title)}</text>',
+    ]
+    for t in _log_ticks(x_lo, x_hi):
+        x = sx(t)
+        parts.append(
+            f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + ph}" stroke="#e5e7eb"/>'
+        )
+        parts.append(
+            f'<text x="{x:.1f}" y="{top + ph + 14}" text-anchor="middle">{_fmt_big(t)}</text>'
+        )
+    for t in _log_ticks(y_lo, y_hi):
+        y = sy(t)
+        parts.append(
+            f'<line x1="{left}" y1="{y:.1f}" x2="{left + pw}" y2="{y:.1f}" stroke="#e5e7eb"/>'
+        )
+        parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{t:g}</text>')
+    parts.append(
+        f'<text x="{left + pw / 2}" y="{top + ph + 32}" text-anchor="middle">'
+        f"{escape(x_label)}</text>"
+    )
+    parts.append(
+        f'<text x="14" y="{top + ph / 2}" text-anchor="middle" '
+        f'transform="rotate(-90 14 {top + ph / 2})">{escape(y_label)}</text>'
+    )
+    for i, (name, points) in enumerate(series.items()):
+        color = PALETTE[i % len(PALETTE)]
+        dash = ' stroke-dasharray="5 3"' if i % 2 else ""
+        pts = sorted(points)
+        path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in pts)
+        parts.append(
+            f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="2"{dash}/>'
+        )
+        for x, y in pts:
+            parts.append(
+                f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3" fill="{color}">'
+                f"<title>{escape(name)}: {_fmt_big(x)} → {y:.3g}</title></circle>"
+            )
+        ly = top + 8 + 18 * i
+        lx = left + pw + 12
+        parts.append(
+            f'<line x1="{lx}" y1="{ly}" x2="{lx + 18}" y2="{ly}" stroke="{color}" '
+            f'stroke-width="2"{dash}/>'
+        )
+        parts.append(f'<text x="{lx + 24}" y="{ly + 4}">{escape(name)}</text>')
+    if caption:
+        parts.append(f'<text x="{left}" y="{height - 8}" fill="#4b5563">{escape(caption)}</text>')
     parts.append("</svg>")
     return "".join(parts)

@@ -66,13 +66,15 @@ class ChunkRow(msgspec.Struct, frozen=True):
     embed_text: str
 
 
-def chunk_corpus(docs: Sequence[Doc], embedder: Embedder) -> list[ChunkRow]:
+def chunk_corpus(
+    docs: Sequence[Doc], embedder: Embedder, *, markdown: bool = False
+) -> list[ChunkRow]:
     rows: list[ChunkRow] = []
     for doc in docs:
         pieces = chunk_document(
             doc.text,
             title=doc.title,
-            markdown=False,
+            markdown=markdown,
             count_tokens=embedder.count_tokens,
             max_tokens=embedder.max_tokens,
         )
