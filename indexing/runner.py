@@ -61,6 +61,12 @@ async def open_indexer(
 
     async def close() -> None:
         if index is not None:
+            if indexer.embed_calls:
+                # The shard is ours (serve is not running): build its per-tenant graphs now.
+                # Edge has no background optimizer and its build holds the GIL, so a serving
+                # process never does it; without this every search would be an exact scan.
+                with telemetry.span("optimize_index"):
+                    await index.optimize()
             await index.close()
         if own_pool:
             await pool.close()

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from service.cli import command_group, main
+from service.index.edge import EdgeIndex
 from tests.files import make_corpus
 from tests.helpers import ragline, write
 
@@ -86,3 +87,25 @@ async def test_locked_index_points_to_url(
     assert await asyncio.to_thread(main, ["tenants", "create", "lockt"]) == 0
     code = await asyncio.to_thread(main, ["index", "add", str(tmp_path), "--tenant", "lockt"])
     assert code == 1 and "--url URL --key KEY" in capsys.readouterr().err
+
+
+async def test_index_add_builds_the_graphs_of_what_it_wrote(
+    cli_env: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Edge has no background optimizer and a serving process must never block on a build, so
+    the CLI, which owns the shard, optimizes it after writing; an unchanged re-run does not."""
+    calls: list[Path] = []
+    real = EdgeIndex.optimize
+
+    async def counted(self: EdgeIndex) -> None:
+        calls.append(Path())
+        await real(self)
+
+    monkeypatch.setattr(EdgeIndex, "optimize", counted)
+    docs = make_corpus(cli_env / "docs")
+    assert (await ragline(capsys, "tenants", "create", "optico"))[0] == 0
+    argv = ("index", "add", str(docs), "--tenant", "optico", "--public", "--json")
+    code, s, _ = await ragline(capsys, *argv, "--exclude", "*.pdf")
+    assert code == 0 and s["added"] > 0 and len(calls) == 1
+    code, s, _ = await ragline(capsys, *argv, "--exclude", "*.pdf")
+    assert code == 0 and s["added"] == 0 and len(calls) == 1  # nothing embedded: no rebuild
