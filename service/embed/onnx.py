@@ -94,9 +94,9 @@ class OnnxEmbedder:
         )
         self._inputs = [i.name for i in self._session.get_inputs()]
 
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
+    def _forward(self, texts: Sequence[str]) -> tuple[list[Any], npt.NDArray[np.float32], Any]:
+        """Tokenize (pad to the batch's longest, truncate at max_tokens) and run the model:
+        the encodings, the token states and the attention mask."""
         encodings = self._tokenizer.encode_batch(list(texts))
         feed = {
             "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
@@ -104,7 +104,13 @@ class OnnxEmbedder:
             "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
         }
         (hidden,) = self._session.run(["last_hidden_state"], {k: feed[k] for k in self._inputs})
-        return mean_pool(hidden, feed["attention_mask"])
+        return encodings, hidden, feed["attention_mask"]
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        _, hidden, mask = self._forward(texts)
+        return mean_pool(hidden, mask)
 
     def embed_spans(
         self, texts: Sequence[str], spans: Sequence[Sequence[Span]]
@@ -113,18 +119,12 @@ class OnnxEmbedder:
         (its tokens' states mean-pooled: service.embed.spans)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32), []
-        encodings = self._tokenizer.encode_batch(list(texts))
-        feed = {
-            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
-            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
-            "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
-        }
-        (hidden,) = self._session.run(["last_hidden_state"], {k: feed[k] for k in self._inputs})
+        encodings, hidden, mask = self._forward(texts)
         pooled = [
             pool_spans(hidden[i], e.offsets, s)
             for i, (e, s) in enumerate(zip(encodings, spans, strict=True))
         ]
-        return mean_pool(hidden, feed["attention_mask"]), pooled
+        return mean_pool(hidden, mask), pooled
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return [len(e.ids) for e in self._counter.encode_batch(list(texts))]
