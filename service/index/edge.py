@@ -46,6 +46,7 @@ from service.index.schema import (
     collection_spec,
     missing_indexes,
 )
+from service.index.sentences import attach_sentence_scores
 
 T = TypeVar("T")
 SCHEMA_FILE_SUFFIX = ".schema.json"
@@ -412,7 +413,7 @@ class EdgeIndex:
             hits = hits_from_results(q, unread)
             ids = {str(p.id): p.id for r in results for p in r}
             records = self._shard.retrieve([ids[h.id] for h in hits], True, False) if hits else []
-        return _with_payloads(hits, records)
+        return attach_sentence_scores(q.dense, _with_payloads(hits, records), records)
 
     def query_batch_sync(self, requests: list[Any]) -> list[Any]:
         """Raw engine access for the benchmark's unfiltered baseline (same executor rules)."""

@@ -18,6 +18,7 @@ from service.identity import identities
 from service.index.protocol import SearchQuery
 from service.ingest.pipeline import Indexer, IngestOptions
 from service.text.bm25 import query_vector
+from service.text.markdown import units
 from tests.files import make_corpus
 from tests.helpers import write
 
@@ -87,6 +88,19 @@ async def test_every_format_is_indexed_and_searchable(runtime: Any, tmp_path: Pa
         assert hits[0].doc_id == doc_id, (query, [h.doc_id for h in hits])
     again = await indexer(runtime).add(t, load_path(tmp_path), public=True)
     assert (again.unchanged, again.added, again.updated, again.chunks) == (7, 0, 0, 0)
+
+
+async def test_search_hits_carry_a_score_per_unit_from_the_sentence_vectors(
+    runtime: Any, tmp_path: Path
+) -> None:
+    """The sentence vectors stored at indexing reach the served search: one cosine per unit of
+    each hit's text (what answerability and sentence selection read)."""
+    t = await tenant(runtime, "sentences")
+    await indexer(runtime).add(t, load_path(make_corpus(tmp_path)), public=True)
+    hits = await find(runtime, t, "masala dosa canteen", EVERYONE)
+    assert hits and all(h.sentence_scores for h in hits)
+    assert all(len(h.sentence_scores) == len(units(h.text)) for h in hits)
+    assert max(hits[0].sentence_scores) > 0.3
 
 
 async def test_edit_replaces_and_shrinks_without_leftovers(runtime: Any, tmp_path: Path) -> None:
