@@ -30,7 +30,7 @@ from service.cache.keys import Keys
 from service.cache.retrieval import CachingRetriever
 from service.cache.shared import Caching
 from service.cache.stats import Stats
-from service.config import ConfigError, Settings
+from service.config import ConfigError, EmbedderSettings, Settings
 from service.db.health import Database
 from service.db.pool import embedded_restarter, open_pool
 from service.embed.batcher import MicroBatcher
@@ -57,6 +57,11 @@ from service.rerank.stage import RerankStage
 
 WARM_UP_TENANT = "_warm-up"
 """The tenant `Runtime.warm_up` searches: no tenant id starts with `_` (service.db.tenants)."""
+
+
+def query_workers(e: EmbedderSettings) -> int:
+    """Query embedder calls at once: `embedder.workers`, or one per `threads` cores."""
+    return e.workers or max(1, (os.cpu_count() or 1) // e.threads)
 
 
 def limit_native_threads(threads: int) -> None:
@@ -133,7 +138,9 @@ class Runtime:
         self.caching = Caching(
             settings, self.db, self.stats, keys=Keys.for_runtime(settings, embedder.name)
         )
-        self.batcher = MicroBatcher(embedder, max_batch=e.max_batch, max_wait_ms=e.max_wait_ms)
+        self.batcher = MicroBatcher(
+            embedder, max_batch=e.max_batch, max_wait_ms=e.max_wait_ms, workers=query_workers(e)
+        )
         query_embedder: QueryEmbedder = self.batcher
         if c.enabled:
             query_embedder = CachingEmbedder(

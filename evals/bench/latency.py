@@ -41,6 +41,7 @@ from service.pipeline.budget import Budget
 from service.pipeline.retrieve import Retriever, build_search_query
 from service.rerank.protocol import Reranker
 from service.rerank.stage import RerankStage
+from service.runtime import query_workers
 from service.text.bm25 import query_vector
 
 STAGES = ("embed", "search", "rerank", "total")
@@ -96,7 +97,9 @@ async def in_process(
 ) -> dict[str, Any]:
     """Stage and whole-retrieval latency through the real Retriever, plus raw stage compute."""
     e = settings.embedder
-    batcher = MicroBatcher(embedder, max_batch=e.max_batch, max_wait_ms=e.max_wait_ms)
+    batcher = MicroBatcher(
+        embedder, max_batch=e.max_batch, max_wait_ms=e.max_wait_ms, workers=query_workers(e)
+    )
     stage = None
     if reranker is not None:
         stage = RerankStage(reranker, max_candidates=settings.rerank.max_candidates)

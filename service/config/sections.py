@@ -210,6 +210,9 @@ class EmbedderSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     """Sentence-transformers model directory; empty uses the packaged all-MiniLM-L6-v2."""
     threads: Positive = 1
     """Intra-op threads of the embedder (sized on purpose: see the README)."""
+    workers: NonNegative = 0
+    """Query embeddings that may run at once (each a call of `threads` threads on the one
+    model); 0: one per `threads` cores. One left the embedder a single busy core."""
     max_batch: Positive = 32
     """Largest micro-batch of concurrent queries."""
     max_wait_ms: float = 0.0

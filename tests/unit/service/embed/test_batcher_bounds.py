@@ -81,3 +81,46 @@ async def test_without_a_wait_queries_that_arrive_while_busy_share_one_batch() -
     await asyncio.gather(first, *rest)
     await batcher.close()
     assert emb.sizes == [1, 5]
+
+
+class Overlap(HashEmbedder):
+    """Records how many calls run at once; each call holds until `release` is set."""
+
+    def __init__(self) -> None:
+        super().__init__(dim=8)
+        self.running = 0
+        self.most = 0
+        self.sizes: list[int] = []
+        self.lock = threading.Lock()
+        self.release = threading.Event()
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        with self.lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+            self.sizes.append(len(texts))
+        self.release.wait(5)
+        with self.lock:
+            self.running -= 1
+        return super().embed(texts)
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+async def test_queries_use_up_to_workers_calls_at_once_and_the_rest_batch(workers: int) -> None:
+    emb = Overlap()
+    batcher = MicroBatcher(emb, max_batch=8, max_wait_ms=0, workers=workers)
+    first = []
+    for i in range(workers):  # a lone query gets a call of its own while a worker is free
+        first.append(asyncio.create_task(batcher.embed(f"a{i}")))
+        for _ in range(100):
+            await asyncio.sleep(0.01)
+            if len(emb.sizes) == i + 1:
+                break
+    rest = [asyncio.create_task(batcher.embed(f"b{i}")) for i in range(5)]
+    await asyncio.sleep(0.05)
+    assert emb.most == workers and emb.sizes == [1] * workers  # the rest wait for a worker
+    emb.release.set()
+    vecs = await asyncio.gather(*first, *rest)
+    await batcher.close()
+    assert sum(emb.sizes) == workers + 5 and max(emb.sizes[workers:]) > 1  # they shared calls
+    np.testing.assert_allclose(vecs[-1], HashEmbedder(dim=8).embed(["b4"])[0], atol=1e-6)
