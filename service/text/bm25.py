@@ -12,7 +12,7 @@ from collections import Counter
 
 import msgspec
 
-from service.text.tokenize import bm25_terms, is_stop_stem
+from service.text.tokenize import bm25_terms
 
 K1 = 1.2
 B = 0.75
@@ -43,6 +43,5 @@ def doc_vector(text: str) -> SparseVec:
 
 
 def query_vector(text: str) -> SparseVec:
-    """Each distinct query term once; IDF comes from the engine, over the searcher's corpus.
-    Stems of stop words are left out too (a question's "करें" stems to the stop word "कर")."""
-    return _merge(Counter({term_id(t): 1 for t in bm25_terms(text) if not is_stop_stem(t)}))
+    """Each distinct query term once; IDF comes from the engine, over the searcher's corpus."""
+    return _merge(Counter({term_id(t): 1 for t in bm25_terms(text)}))

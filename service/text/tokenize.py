@@ -59,22 +59,6 @@ def bm25_terms(text: str) -> list[str]:
     return out
 
 
-QUESTION_STOP = frozenset("मैं मुझे हम हमें आप करूं करूँ करें कई इसे उसे".split())
-"""Hindi words a question is made of besides its topic (pronouns, "do" forms, "many"), like
-English's "i", "you", "do": left out of BM25 queries only (documents keep them)."""
-
-
-@lru_cache(maxsize=1)
-def _stop_stems() -> frozenset[str]:
-    return frozenset(_stem(w) for w in ENGLISH_STOP | HINDI_STOP | QUESTION_STOP)
-
-
-def is_stop_stem(term: str) -> bool:
-    """Whether a stemmed term is the stem of a stop word or of a question's function word
-    (an inflected one included: "करें" stems to the stop word "कर")."""
-    return term in _stop_stems()
-
-
 def script_of(text: str) -> str:
     """`latin`, `devanagari`, `indic` (other Indic scripts) or `other`, by majority of letters."""
     counts = {"latin": 0, "devanagari": 0, "indic": 0, "other": 0}
