@@ -8,41 +8,25 @@ import pytest
 from service.config import load_settings
 from service.generate.router import GeneratorRouter
 from service.identity import Principal
-from service.index.filters import FilterSpec
 from service.index.protocol import Hit
 from service.pipeline.answer import AnswerPipeline, Question
-from service.pipeline.budget import Budget
-from tests.cache_helpers import CountingGenerator
+from tests.cache_helpers import CountingGenerator, ListRetrieval
 
 pytestmark = pytest.mark.unit
 
 
-class CopiesRetrieval:
-    """Ranked hits where each Hindi page has its English copy next; records `top_k` asked."""
-
-    def __init__(self) -> None:
-        self.asked: list[int] = []
-
-    async def retrieve(
-        self,
-        principal: Principal,
-        query: str,
-        *,
-        filters: FilterSpec | None,
-        top_k: int,
-        budget: Budget,
-    ) -> list[Hit]:
-        self.asked.append(top_k)
-        hits = []
-        for n in range(10):
-            for lang in ("hi", "en"):
-                doc = f"{lang}/docs/page{n}.md"
-                hits.append(Hit(id=doc, doc_id=doc, chunk_ix=0, score=1.0, text=f"p{n}", lang=lang))
-        return hits[:top_k]
+def _copies() -> list[Hit]:
+    """Ranked hits where each Hindi page has its English copy next."""
+    hits = []
+    for n in range(10):
+        for lang in ("hi", "en"):
+            doc = f"{lang}/docs/page{n}.md"
+            hits.append(Hit(id=doc, doc_id=doc, chunk_ix=0, score=1.0, text=f"p{n}", lang=lang))
+    return hits
 
 
 async def test_a_hindi_question_gets_top_k_sources_when_pages_have_english_copies() -> None:
-    retrieval = CopiesRetrieval()
+    retrieval = ListRetrieval(_copies())
     pipeline = AnswerPipeline(
         retrieval, GeneratorRouter.of(CountingGenerator()), load_settings(environ={})
     )
