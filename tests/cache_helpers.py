@@ -18,9 +18,34 @@ from service.generate.breaker import CircuitBreaker
 from service.generate.extractive import ExtractiveGenerator
 from service.generate.protocol import GenerationRecord, Generator, Passage, TokenStream
 from service.generate.router import GeneratorRouter
+from service.identity import Principal
+from service.index.filters import FilterSpec
+from service.index.protocol import Hit
+from service.pipeline.budget import Budget
 from service.runtime import Runtime
 
 TEST_REDIS_URL = os.environ.get("RAGLINE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
+class ListRetrieval:
+    """A retrieval stage that returns the top `top_k` of fixed ranked hits and records each
+    `top_k` it was asked for."""
+
+    def __init__(self, hits: Sequence[Hit]) -> None:
+        self.hits = list(hits)
+        self.asked: list[int] = []
+
+    async def retrieve(
+        self,
+        principal: Principal,
+        query: str,
+        *,
+        filters: FilterSpec | None,
+        top_k: int,
+        budget: Budget,
+    ) -> list[Hit]:
+        self.asked.append(top_k)
+        return self.hits[:top_k]
 
 
 class CountingGenerator:

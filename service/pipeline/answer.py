@@ -28,7 +28,7 @@ from service.pipeline.budget import Budget
 from service.pipeline.events import Done, Event, Meta, Source, Sources, Token, Usage
 from service.pipeline.generation import generate
 from service.pipeline.ground import Grounder
-from service.pipeline.language import prefer_language
+from service.pipeline.language import COPIES, answer_sources
 from service.pipeline.operation import ANSWER
 from service.pipeline.retrieve import Retrieval
 from service.pipeline.trim import trim
@@ -128,12 +128,12 @@ class AnswerPipeline:
             principal,
             f"{q.context}\n{q.query}" if q.context else q.query,
             filters=q.filters,
-            top_k=q.top_k,
+            top_k=COPIES * q.top_k,
             budget=budget,
         )
         t = self.settings.trim  # before numbering: S1…Sn are the passages the generator sees
         hits = trim(
-            prefer_language(q.query, hits),
+            answer_sources(q.query, hits, q.top_k),
             budget_tokens=t.context_tokens,
             duplicate_threshold=t.duplicate_threshold,
             merge=t.merge_neighbours,

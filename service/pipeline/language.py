@@ -6,6 +6,10 @@ id>`), or when they sit at the same relative path under language folders (`docs/
 question's language when there is one, else the best-ranked. Then hits in the question's
 language go first (stable), so an English question is not answered from a Hindi page when an
 English one was found, and a Hindi question from the Hindi one.
+
+An answer asks the search for `COPIES` times the sources it wants and keeps `top_k` after this
+(`answer_sources`): dropping a page's other copies must not leave fewer, or worse, sources
+than `top_k` (a Hindi question's five hits used to hold two English copies of its Hindi hits).
 """
 
 from __future__ import annotations
@@ -18,6 +22,22 @@ from service.answerability import question_lang
 from service.index.protocol import Hit
 
 _LANG_DIR = regex.compile(r"(?:^|/)([a-z]{2,3}(?:[-_][A-Za-z]{2,4})?)(?=/)")
+
+
+COPIES = 2
+"""Copies of a page the corpus may hold (English and Hindi)."""
+
+
+def answer_sources(question: str, hits: Sequence[Hit], top_k: int) -> list[Hit]:
+    """The `top_k` sources of an answer from up to `COPIES * top_k` ranked hits: the shortest
+    top of the ranking that still holds `top_k` hits once each page keeps one copy
+    (`prefer_language`), so a dropped copy's place goes to the next hit down."""
+    n = min(top_k, len(hits))
+    kept = prefer_language(question, hits[:n])
+    while len(kept) < top_k and n < len(hits):
+        n += 1
+        kept = prefer_language(question, hits[:n])
+    return kept[:top_k]
 
 
 def translation_key(hit: Hit, langs: set[str]) -> str:

@@ -7,8 +7,10 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from evals.datasets import SHARED_DATA
 from evals.prepare import CANARY_PREFIX, can_see, canary_docs, visible_acl
 from evals.suite import CANARY_GROUP, SUITES_DIR, Manifest, SuiteError, load_suite, read_questions
+from service.text.tokenize import words
 
 pytestmark = pytest.mark.unit
 
@@ -94,3 +96,20 @@ def test_every_shipped_suite_gates_on_abstention_and_false_abstention(path: Path
     if any(not q.answerable for q in questions):
         assert "abstention.accuracy" in gates.min
         assert "abstention.accuracy" in gates.max_regression
+
+
+def test_docs_evidence_is_on_its_gold_page_for_every_answerable_question() -> None:
+    """Each answerable docs question has gold evidence for each gold page, and every evidence
+    word is a word of that page (copied from it, Markdown marks and link targets removed)."""
+    suite = load_suite("docs", data_dir=SHARED_DATA)
+    pages = {d.id: d.text for d in suite.corpus()} if suite.corpus_path else {}
+    root = SHARED_DATA / "fastapi-docs" / "docs"
+    for q in suite.questions:
+        if not q.answerable:
+            continue
+        assert set(q.evidence) == set(q.gold_docs), q.id
+        for doc, sentences in q.evidence.items():
+            text = pages.get(doc) or (root / doc).read_text(encoding="utf-8")
+            on_page = set(words(text))
+            for s in sentences:
+                assert set(words(s)) <= on_page, (q.id, doc, s)

@@ -10,12 +10,10 @@ import pytest
 from service.config import load_settings
 from service.generate.router import GeneratorRouter
 from service.identity import Principal
-from service.index.filters import FilterSpec
 from service.index.protocol import Hit
 from service.pipeline.answer import AnswerPipeline, Question
-from service.pipeline.budget import Budget
 from service.pipeline.events import Done
-from tests.cache_helpers import CountingGenerator
+from tests.cache_helpers import CountingGenerator, ListRetrieval
 
 pytestmark = pytest.mark.unit
 
@@ -25,29 +23,22 @@ TEXT = (
 )
 
 
-class FixedRetrieval:
+class FixedRetrieval(ListRetrieval):
     def __init__(self, dense: float, sims: list[float]) -> None:
-        self.hit = Hit(
-            id="h1",
-            doc_id="cors.md",
-            chunk_ix=0,
-            score=1.0,
-            text=TEXT,
-            title="CORS",
-            scores={"dense": dense, "bm25": 5.0},
-            sentence_scores=sims,
+        super().__init__(
+            [
+                Hit(
+                    id="h1",
+                    doc_id="cors.md",
+                    chunk_ix=0,
+                    score=1.0,
+                    text=TEXT,
+                    title="CORS",
+                    scores={"dense": dense, "bm25": 5.0},
+                    sentence_scores=sims,
+                )
+            ]
         )
-
-    async def retrieve(
-        self,
-        principal: Principal,
-        query: str,
-        *,
-        filters: FilterSpec | None,
-        top_k: int,
-        budget: Budget,
-    ) -> list[Hit]:
-        return [self.hit]
 
 
 async def _answer(question: str, retrieval: Any) -> tuple[Done, int]:

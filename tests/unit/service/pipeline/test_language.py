@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from service.index.protocol import Hit
-from service.pipeline.language import prefer_language, translation_key_of
+from service.pipeline.language import answer_sources, prefer_language, translation_key_of
 
 pytestmark = pytest.mark.unit
 
@@ -39,3 +39,29 @@ def test_front_matter_translation_of_groups_documents() -> None:
     ]
     assert [h.doc_id for h in prefer_language("Where is the guide?", hits)] == ["guide.md"]
     assert [h.doc_id for h in prefer_language("गाइड कहाँ है?", hits)] == ["guia.md"]
+
+
+def test_dropped_copies_leave_their_places_to_the_next_hits() -> None:
+    """A Hindi question whose top five hold two English copies of its Hindi hits still gets five
+    sources: the next hits down take the copies' places, in ranking order."""
+    hits = [
+        _hit("hi/docs/cors.md", "hi"),
+        _hit("en/docs/cors.md", "en"),
+        _hit("hi/docs/middleware.md", "hi"),
+        _hit("en/docs/middleware.md", "en"),
+        _hit("hi/docs/a.md", "hi"),
+        _hit("hi/docs/b.md", "hi"),
+        _hit("hi/docs/c.md", "hi"),
+        _hit("hi/docs/d.md", "hi"),
+    ]
+    got = [h.doc_id for h in answer_sources("CORS कैसे सक्षम करें?", hits, 5)]
+    assert got == [
+        "hi/docs/cors.md",
+        "hi/docs/middleware.md",
+        "hi/docs/a.md",
+        "hi/docs/b.md",
+        "hi/docs/c.md",
+    ]
+    # no copies: exactly the top of the ranking, nothing reordered
+    plain = hits[4:]
+    assert answer_sources("CORS कैसे सक्षम करें?", plain, 3) == plain[:3]
