@@ -8,6 +8,11 @@ Signals are cheap and already in hand after retrieval (no model run):
 - `coverage`: the share of the question's content terms found in the top passages;
 - `sentence_coverage`: the best single sentence's share of them (an answer is usually one
   sentence that holds most of the question);
+- `idf_coverage`, `sentence_idf_coverage`: the same shares with each term weighed by its IDF
+  over the principal's chunks, recovered from the hits' raw BM25 scores (`service.index.idf`);
+- `bm25_norm`: the best raw BM25 over the most the query can reach, (k1 + 1) · Σ idf (0..1
+  whatever the collection's size, unlike raw BM25);
+- `dense_margin`: the best raw cosine minus the second best;
 - `rerank` when a reranker scored the hits;
 - `sentence_sim`: the best cosine of the question and one sentence of the top passages, from
   the sentence vectors pooled at indexing (`Hit.sentence_scores`; an index built before them has
