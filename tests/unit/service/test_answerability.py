@@ -60,16 +60,21 @@ def _scored(text: str, idf: dict[str, float], dense: float) -> Hit:
     return _hit(text, dense, sum(idf[t] * v for t, v in w.items() if t in idf))
 
 
-# "Who founded the Zorblax company?": zorblax is rare, compani common, found rarely too.
+# "Who founded the Zorblax company?": zorblax is rare, compani common, found in between.
 KNOWN_IDF = {"found": 1.0, "zorblax": 4.0, "compani": 0.5}
+EVIDENCE = {
+    "Zorblax is a company.": 0.6,
+    "The company was found by many.": 0.4,
+    "Zorblax and the company grew, the company grew.": 0.3,
+}
+
+
+def _evidence(idf: dict[str, float]) -> list[Hit]:
+    return [_scored(text, idf, dense) for text, dense in EVIDENCE.items()]
 
 
 def test_idf_weighted_coverage_counts_rare_terms_more() -> None:
-    hits = [
-        _scored("Zorblax is a company.", KNOWN_IDF, 0.6),
-        _scored("The company was found by many.", KNOWN_IDF, 0.4),
-        _scored("Zorblax and the company grew, the company grew.", KNOWN_IDF, 0.3),
-    ]
+    hits = _evidence(KNOWN_IDF)
     s = compute("Who founded the Zorblax company?", hits)
     assert s.terms == 3 and s.coverage == 1.0
     assert s.idf_coverage == pytest.approx(1.0)
@@ -85,18 +90,15 @@ def test_idf_weighted_coverage_counts_rare_terms_more() -> None:
 
 
 def test_bm25_normalised_by_the_most_the_query_can_reach() -> None:
-    hits = [
-        _scored("Zorblax is a company.", KNOWN_IDF, 0.6),
-        _scored("The company was found by many.", KNOWN_IDF, 0.4),
-        _scored("Founders: Zorblax.", KNOWN_IDF, 0.2),
-    ]
+    hits = _evidence(KNOWN_IDF)
     s = compute("Who founded the Zorblax company?", hits)
     best = max(h.scores["bm25"] for h in hits)
+    assert 0 < s.bm25_norm < 1
     assert s.bm25_norm == pytest.approx(best / ((K1 + 1) * 5.5))
-    # the same evidence in a 10x larger collection (every IDF scaled): the same value
-    bigger = {t: v * 3 for t, v in KNOWN_IDF.items()}
-    scaled = [_scored(h.text, bigger, 0.5) for h in hits]
-    assert compute("Who founded the Zorblax company?", scaled).bm25_norm == pytest.approx(
+    # the same evidence with every IDF tripled (raw BM25 triples): the same value
+    tripled = _evidence({t: v * 3 for t, v in KNOWN_IDF.items()})
+    assert max(h.scores["bm25"] for h in tripled) == pytest.approx(3 * best)
+    assert compute("Who founded the Zorblax company?", tripled).bm25_norm == pytest.approx(
         s.bm25_norm
     )
     assert s.dense_margin == pytest.approx(0.2)
