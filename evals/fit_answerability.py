@@ -52,13 +52,21 @@ from service.pipeline.trim import trim
 from service.runtime import Runtime
 
 SUITES = ("clapnq", "xquad-en", "scifact", "docs")
-LEXICAL_FEATURES = ["coverage", "sentence_coverage", "log_terms"]
+LEXICAL_FEATURES = [
+    "coverage",
+    "sentence_coverage",
+    "log_terms",
+    "idf_coverage",
+    "sentence_idf_coverage",
+    "bm25_norm",
+]
 """No raw BM25: its scale follows the collection's size (IDF), which differs between the
-tenants it is fitted on and a small deployment; the shares of question terms do not."""
+tenants it is fitted on and a small deployment; the shares of question terms do not, and
+neither does BM25 over the most the query can reach (`bm25_norm`)."""
 DENSE_FEATURES = ["dense_top", *LEXICAL_FEATURES]
 SENTENCE_FEATURES = [*DENSE_FEATURES, "sentence_sim", "sentence_sim_first"]
 """English questions over an index with sentence vectors (pooled at indexing)."""
-VERSION = "answerability-2"
+VERSION = "answerability-3"
 
 
 class Row(msgspec.Struct, kw_only=True):

@@ -8,6 +8,11 @@ Signals are cheap and already in hand after retrieval (no model run):
 - `coverage`: the share of the question's content terms found in the top passages;
 - `sentence_coverage`: the best single sentence's share of them (an answer is usually one
   sentence that holds most of the question);
+- `idf_coverage`, `sentence_idf_coverage`: the same shares with each term weighed by its IDF
+  over the principal's chunks, recovered from the hits' raw BM25 scores (`service.index.idf`);
+- `bm25_norm`: the best raw BM25 over the most the query can reach, (k1 + 1) · Σ idf (0..1
+  whatever the collection's size, unlike raw BM25);
+- `dense_margin`: the best raw cosine minus the second best;
 - `rerank` when a reranker scored the hits;
 - `sentence_sim`: the best cosine of the question and one sentence of the top passages, from
   the sentence vectors pooled at indexing (`Hit.sentence_scores`; an index built before them has
@@ -32,7 +37,9 @@ import msgspec
 import regex
 
 from service.index.fusion import DENSE_KEY, SPARSE_KEY
+from service.index.idf import max_bm25, recover_idf
 from service.index.protocol import NO_SCORE, Hit
+from service.text.bm25 import K1
 from service.text.sentences import split_sentences
 from service.text.terms import match_terms
 from service.text.tokenize import bm25_terms, script_of, words
@@ -82,6 +89,15 @@ class Signals(msgspec.Struct, kw_only=True):
     sentence_sim_first: float = 0.0
     """The best sentence cosine in the first passage (the one the ranking trusts)."""
     has_sentences: bool = False
+    idf_coverage: float = 0.0
+    """`coverage` with each term weighed by its IDF (recovered from the hits' BM25 scores)."""
+    sentence_idf_coverage: float = 0.0
+    """`sentence_coverage` weighed the same way."""
+    bm25_norm: float = 0.0
+    """The best raw BM25 over the most the query can reach, (k1 + 1) · Σ idf: 0..1, whatever the
+    collection's size."""
+    dense_margin: float = 0.0
+    """The best raw cosine minus the second best."""
     lang: str = "en"
     """`en`, `hi` (Devanagari) or `hinglish` (romanized Hindi), which decides the model."""
 
@@ -125,9 +141,14 @@ def compute(question: str, hits: Sequence[Hit]) -> Signals:
     sig = Signals(terms=len(q_terms), lang=question_lang(question))
     if not hits:
         return sig
-    sig.dense_top = max(h.scores.get(DENSE_KEY, 0.0) for h in hits)
+    cosines = sorted((h.scores.get(DENSE_KEY, 0.0) for h in hits), reverse=True)
+    sig.dense_top = cosines[0]
+    sig.dense_margin = cosines[0] - cosines[1] if len(cosines) > 1 else cosines[0]
     bm25 = max(h.scores.get(SPARSE_KEY, 0.0) for h in hits)
     sig.bm25_per_term = bm25 / max(len(q_terms), 1)
+    idf = recover_idf(bm25_terms(question), hits)
+    if idf and max_bm25(idf, K1) > 0:
+        sig.bm25_norm = min(bm25 / max_bm25(idf, K1), 1.0)
     reranked = [h.scores["rerank"] for h in hits if "rerank" in h.scores]
     sig.rerank = max(reranked) if reranked else None
     sims = [[x for x in h.sentence_scores if x != NO_SCORE] for h in hits[:TOP_PASSAGES]]
@@ -138,15 +159,20 @@ def compute(question: str, hits: Sequence[Hit]) -> Signals:
         sig.sentence_sim_first = max(sims[0]) if sims[0] else sig.sentence_sim
     if not q_terms:
         return sig
+    weight = {t: idf.get(t, 1.0) if idf else 1.0 for t in q_terms}
+    total = sum(weight.values()) or 1.0
     seen: set[str] = set()
-    best = 0
+    best, best_weight = 0, 0.0
     for h in hits[:TOP_PASSAGES]:
         for sent in split_sentences(f"{h.title}\n{h.text}" if h.title else h.text):
             found = q_terms & match_terms(sent)
             seen |= found
             best = max(best, len(found))
+            best_weight = max(best_weight, sum(weight[t] for t in found))
     sig.coverage = len(seen) / len(q_terms)
     sig.sentence_coverage = best / len(q_terms)
+    sig.idf_coverage = sum(weight[t] for t in seen) / total
+    sig.sentence_idf_coverage = best_weight / total
     return sig
 
 

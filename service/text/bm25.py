@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from typing import TypeVar
 
 import msgspec
 
@@ -17,6 +18,7 @@ from service.text.tokenize import bm25_terms
 K1 = 1.2
 B = 0.75
 AVG_LEN = 120.0  # typical chunk length in terms; only scales length normalisation
+T = TypeVar("T")
 
 
 class SparseVec(msgspec.Struct, frozen=True, array_like=True):
@@ -34,12 +36,22 @@ def _merge(counts: Counter[int]) -> SparseVec:
     return SparseVec([i for i, _ in items], [float(v) for _, v in items])
 
 
+def _saturated(counts: Counter[T], length: int) -> dict[T, float]:
+    """Saturated term frequencies (the weights stored; IDF comes from the engine)."""
+    norm = K1 * (1 - B + B * length / AVG_LEN)
+    return {k: f * (K1 + 1) / (f + norm) for k, f in counts.items()}
+
+
+def term_weights(text: str) -> dict[str, float]:
+    """Each term's stored weight in a chunk's text, by term (what `doc_vector` stores by id)."""
+    terms = bm25_terms(text)
+    return _saturated(Counter(terms), len(terms))
+
+
 def doc_vector(text: str) -> SparseVec:
     terms = bm25_terms(text)
-    tf = Counter(term_id(t) for t in terms)
-    norm = K1 * (1 - B + B * len(terms) / AVG_LEN)
-    items = sorted(tf.items())
-    return SparseVec([i for i, _ in items], [f * (K1 + 1) / (f + norm) for _, f in items])
+    items = sorted(_saturated(Counter(term_id(t) for t in terms), len(terms)).items())
+    return SparseVec([i for i, _ in items], [v for _, v in items])
 
 
 def query_vector(text: str) -> SparseVec:

@@ -16,6 +16,7 @@ from service.answerability import (
     question_lang,
 )
 from service.index.protocol import Hit
+from service.text.bm25 import K1, term_weights
 
 pytestmark = pytest.mark.unit
 
@@ -51,6 +52,56 @@ def test_signals_use_raw_scores_and_term_coverage() -> None:
     assert s.coverage == 1.0  # "middleware" is only inside CORSMiddleware: split, it counts
     assert s.sentence_coverage == 1.0
     assert s.lang == "en"
+
+
+def _scored(text: str, idf: dict[str, float], dense: float) -> Hit:
+    """A hit whose BM25 is what the engine gives with these IDFs (Σ idf · stored weight)."""
+    w = term_weights(text)
+    return _hit(text, dense, sum(idf[t] * v for t, v in w.items() if t in idf))
+
+
+# "Who founded the Zorblax company?": zorblax is rare, compani common, found in between.
+KNOWN_IDF = {"found": 1.0, "zorblax": 4.0, "compani": 0.5}
+EVIDENCE = {
+    "Zorblax is a company.": 0.6,
+    "The company was found by many.": 0.4,
+    "Zorblax and the company grew, the company grew.": 0.3,
+}
+
+
+def _evidence(idf: dict[str, float]) -> list[Hit]:
+    return [_scored(text, idf, dense) for text, dense in EVIDENCE.items()]
+
+
+def test_idf_weighted_coverage_counts_rare_terms_more() -> None:
+    hits = _evidence(KNOWN_IDF)
+    s = compute("Who founded the Zorblax company?", hits)
+    assert s.terms == 3 and s.coverage == 1.0
+    assert s.idf_coverage == pytest.approx(1.0)
+    # best sentence by weight: "Zorblax is a company." holds 4.0 + 0.5 of 5.5
+    assert s.sentence_idf_coverage == pytest.approx(4.5 / 5.5)
+    assert s.sentence_coverage == pytest.approx(2 / 3)
+    other = _scored("A company, a company.", KNOWN_IDF, 0.3)
+    lacking = compute("Who founded the Zorblax company?", [hits[1], other])
+    # only "found" and "compani" are held: unweighted 2/3, weighted (1 + 0.5) / (1 + 0.5 + 1)
+    # ("zorblax" is in no hit: it gets the largest IDF recovered, 1.0)
+    assert lacking.coverage == pytest.approx(2 / 3)
+    assert lacking.idf_coverage == pytest.approx(1.5 / 2.5)
+
+
+def test_bm25_normalised_by_the_most_the_query_can_reach() -> None:
+    hits = _evidence(KNOWN_IDF)
+    s = compute("Who founded the Zorblax company?", hits)
+    best = max(h.scores["bm25"] for h in hits)
+    assert 0 < s.bm25_norm < 1
+    assert s.bm25_norm == pytest.approx(best / ((K1 + 1) * 5.5))
+    # the same evidence with every IDF tripled (raw BM25 triples): the same value
+    tripled = _evidence({t: v * 3 for t, v in KNOWN_IDF.items()})
+    assert max(h.scores["bm25"] for h in tripled) == pytest.approx(3 * best)
+    assert compute("Who founded the Zorblax company?", tripled).bm25_norm == pytest.approx(
+        s.bm25_norm
+    )
+    assert s.dense_margin == pytest.approx(0.2)
 
 
 def test_hinglish_function_words_are_not_question_terms() -> None:
