@@ -12,8 +12,9 @@ rest refitted), so more evidence never lowers the confidence.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import msgspec
 import numpy as np
@@ -34,14 +35,22 @@ from service.answerability import (
 )
 from service.generate.extractive import NO_ANSWER, pick_sentences
 from service.generate.protocol import Passage
-
-if TYPE_CHECKING:  # at run time Row's module imports this one
-    from evals.fit_answerability import Row
+from service.index.protocol import Hit
 
 EVIDENCE_SUITES = frozenset({"docs"})
 """Suites whose gold is evidence sentences (their `answers` are key words, not answer spans)."""
 EVIDENCE_RIGHT = 0.5
 """A documentation answer is right when it holds this share of the gold evidence's words."""
+
+
+class Row(Protocol):
+    """A question replayed over its kept hits (`evals.fit_answerability.Row`)."""
+
+    suite: str
+    id: str
+    question: str
+    answerable: bool
+    hits: list[Hit]
 
 
 def extractive_answer(r: Row, sentences: int) -> str:
@@ -59,7 +68,8 @@ class Gold(msgspec.Struct, kw_only=True):
     evidence: dict[str, list[str]]
 
 
-class Graded(msgspec.Struct, kw_only=True):
+@dataclass
+class Graded:
     row: Row
     decision: Decision
     answer: str
@@ -96,8 +106,8 @@ def grade(
     for r in rows:
         gold = golds.get((r.suite, r.id), Gold(answers=[], evidence={}))
         evidence = gold.evidence if r.suite in EVIDENCE_SUITES else {}
-        if r.answerable and not gold.answers and not evidence:
-            continue
+        if r.answerable and not (evidence if r.suite in EVIDENCE_SUITES else gold.answers):
+            continue  # no label: e.g. a docs question with a gold page but no evidence
         d = decide(r.question, r.hits, model)
         answer = NO_ANSWER if not d.answerable else extractive_answer(r, sentences)
         abstained = answer == NO_ANSWER
@@ -211,15 +221,11 @@ def confidence_report(model: Model, graded: Sequence[Graded]) -> dict[str, Any]:
     out["roc_auc.f1_with_docs_answers"] = roc_auc(scores, [g.correct for g in graded])
     docs = [(scores[i], g) for i, g in enumerate(graded) if g.evidence_recall is not None]
     if docs:
-        held = sorted(s for s, g in docs if g.right)
         out["docs_answers"] = {
             "n": len(docs),
-            "holding_evidence": len(held),
-            "confidence_holding_evidence": {
-                "min": held[0] if held else None,
-                "median": held[len(held) // 2] if held else None,
-            },
-            "confidence_not_holding": sorted(round(s, 4) for s, g in docs if not g.right),
+            "holding_evidence": sorted(round(s, 4) for s, g in docs if g.right),
+            "not_holding": sorted(round(s, 4) for s, g in docs if not g.right),
+            "roc_auc": roc_auc([s for s, _ in docs], [g.right for _, g in docs]),
         }
     out["reliability"] = _reliability([scores[i] for i in issue], labels)
     return out

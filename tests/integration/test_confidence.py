@@ -1,6 +1,7 @@
 """Confidence over the real embedder, Qdrant Edge and HTTP, on the FastAPI pages the project
 ships (`data/sample`): an answer that holds the `docs` suite's gold evidence is rated above the
-model's average answer and above even odds (the first model gave a right CORS answer 0.0001)."""
+model's average answer and above even odds. (What fails with the first model is in
+tests/unit/service/test_confidence.py: on this small index p(answerable) does not saturate.)"""
 
 from __future__ import annotations
 
@@ -37,24 +38,37 @@ async def sample_key(runtime: Any, sample_dir: Path) -> str:
     return await make_key(runtime, "confidence-docs", "uma", [])
 
 
-@pytest.mark.parametrize(
-    "question", ["How do I enable CORS in my FastAPI app?", "How do I enable CORS?"]
-)
-async def test_docs_answer_holding_the_gold_evidence_is_confident(
-    http: httpx.AsyncClient, sample_key: str, question: str
-) -> None:
-    gold = _docs_question("en-cors")
+async def _ask(http: httpx.AsyncClient, key: str, question: str) -> dict[str, Any]:
     resp = await http.post(
-        "/v1/answer", json={"query": question, "stream": False}, headers=auth(sample_key)
+        "/v1/answer", json={"query": question, "stream": False}, headers=auth(key)
     )
     assert resp.status_code == 200, resp.text
-    body = resp.json()
+    body: dict[str, Any] = resp.json()
     assert body["abstained"] is False, body
-    recall, _ = evidence_overlap(body["answer"], gold["evidence"])
+    return body
+
+
+def _average_answer() -> float:
+    """The confidence of an answer with every feature at its dev mean."""
     model = load_model().confidence
     assert model is not None
-    average = 1 / (1 + math.exp(-model.intercept))  # every feature at its dev mean
-    if recall >= EVIDENCE_RIGHT:  # the answer holds the evidence: right for a docs reader
-        assert body["confidence"] >= max(average, 0.5), (recall, average, body)
-    else:  # a partial answer: still never below the average one's
-        assert body["confidence"] >= average, (recall, average, body)
+    return 1 / (1 + math.exp(-model.intercept))
+
+
+async def test_docs_answer_holding_the_gold_evidence_is_confident(
+    http: httpx.AsyncClient, sample_key: str
+) -> None:
+    gold = _docs_question("en-cors")
+    body = await _ask(http, sample_key, gold["question"])
+    recall, _ = evidence_overlap(body["answer"], gold["evidence"])
+    assert recall >= EVIDENCE_RIGHT, body  # the premise: right for a docs reader
+    # more likely right than not, and above the model's average answer
+    assert body["confidence"] >= max(_average_answer(), 0.5), (recall, body)
+
+
+async def test_short_cors_question_is_not_rated_below_the_average_answer(
+    http: httpx.AsyncClient, sample_key: str
+) -> None:
+    body = await _ask(http, sample_key, "How do I enable CORS?")
+    assert "CORSMiddleware" in body["answer"]
+    assert body["confidence"] >= _average_answer(), body
