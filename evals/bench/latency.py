@@ -34,7 +34,8 @@ from service.db.tenants import create_tenant
 from service.embed.batcher import MicroBatcher
 from service.embed.protocol import Embedder
 from service.identity import Principal
-from service.index.edge import EdgeIndex, hits_from_results, search_requests
+from service.index.edge import EdgeIndex, search_requests
+from service.index.edge_points import hits_from_results
 from service.index.filters import parse_filters
 from service.pipeline.budget import Budget
 from service.pipeline.retrieve import Retriever, build_search_query

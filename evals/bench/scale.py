@@ -62,12 +62,8 @@ from evals.svg import line_chart
 from service.config import Settings, load_settings
 from service.embed.loader import load_embedder
 from service.identity import Principal
-from service.index.edge import (
-    EdgeIndex,
-    _tenant_acl_filter,
-    hits_from_results,
-    search_requests,
-)
+from service.index.edge import EdgeIndex, _tenant_acl_filter, search_requests
+from service.index.edge_points import hits_from_results
 from service.index.filters import parse_filters
 from service.index.protocol import Hit, SearchQuery, point_id
 from service.index.schema import DENSE, CollectionSpec

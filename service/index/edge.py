@@ -26,15 +26,15 @@ import msgspec
 import qdrant_edge as qe
 
 from service.errors import UpstreamError
+from service.index.edge_points import rank_unread, with_payloads
 from service.index.engine_fusion import (
     ENGINE_FUSIONS,
-    hits_from_lists,
     list_copies,
     needs_bm25_list,
     query_per_term_weights,
 )
 from service.index.filters import AnyOf, Condition, FilterSpec, Match
-from service.index.protocol import Chunk, Hit, SearchQuery, hit_from_payload, point_id
+from service.index.protocol import Chunk, Hit, SearchQuery, point_id
 from service.index.rwlock import RWLock
 from service.index.schema import (
     DENSE,
@@ -46,7 +46,6 @@ from service.index.schema import (
     collection_spec,
     missing_indexes,
 )
-from service.index.sentences import attach_sentence_scores
 
 T = TypeVar("T")
 SCHEMA_FILE_SUFFIX = ".schema.json"
@@ -231,29 +230,6 @@ def search_requests(
     return [fused, rescored[1]] if needs_bm25_list(q) else [fused]
 
 
-def hits_from_results(q: SearchQuery, results: list[Any]) -> list[Hit]:
-    """Fuse the rescored union (or take the single list, or the engine's fused list) into the
-    top `q.limit` hits."""
-    return hits_from_lists(q, results, lambda p: (p.vector or {}).get(DENSE, []))
-
-
-class _Unread:
-    """A scored point whose payload is read later: only the winners' payloads are (turning
-    the 100 candidates' texts into Python objects cost ~7 of 9 ms, holding the GIL)."""
-
-    __slots__ = ("id", "payload", "score", "vector")
-
-    def __init__(self, pid: Any, score: float, vector: Any) -> None:
-        self.id, self.score, self.vector = pid, score, vector
-        self.payload = {"doc_id": "", "chunk_ix": 0}
-
-
-def _with_payloads(hits: list[Hit], records: Sequence[Any]) -> list[Hit]:
-    """`hits` with their payloads (fields and metadata) from `records`, in the hits' order."""
-    by_id = {str(r.id): r.payload or {} for r in records}
-    return [hit_from_payload(h.id, h.score, by_id[h.id], h.scores) for h in hits if h.id in by_id]
-
-
 class EdgeIndex:
     def __init__(self, shard: Any, *, threads: int = 1, acorn: bool = True) -> None:
         self._shard = shard
@@ -409,11 +385,9 @@ class EdgeIndex:
             return []
         with self._rw.read():  # the search and its payloads see the same index
             results = self._shard.query_batch(qe.QueryBatchRequest(requests))
-            unread = [[_Unread(p.id, p.score, p.vector) for p in r] for r in results]
-            hits = hits_from_results(q, unread)
-            ids = {str(p.id): p.id for r in results for p in r}
-            records = self._shard.retrieve([ids[h.id] for h in hits], True, False) if hits else []
-        return attach_sentence_scores(q.dense, _with_payloads(hits, records), records)
+            hits = rank_unread(q, results)
+            records = self._shard.retrieve([h.id for h in hits], True, False) if hits else []
+        return with_payloads(q.dense, hits, records)
 
     def query_batch_sync(self, requests: list[Any]) -> list[Any]:
         """Raw engine access for the benchmark's unfiltered baseline (same executor rules)."""

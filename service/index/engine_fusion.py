@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal, cast
 
 from service.index.fusion import DENSE_KEY, SPARSE_KEY, FusionMethod, fuse
-from service.index.protocol import Hit, SearchQuery, hit_from_payload
+from service.index.protocol import Hit, SearchQuery, bare_hit, hit_from_payload
 from service.index.sentences import attach_sentence_scores
 
 EngineFusion = Literal["dbsf", "engine_rrf", "saturating", "per_term"]
@@ -80,7 +80,7 @@ def fused_hit(
     q: SearchQuery,
     pid: Any,
     score: float,
-    payload: dict[str, Any],
+    payload: dict[str, Any] | None,
     dense_vector: Sequence[float],
     bm25: dict[str, float] | None,
 ) -> Hit:
@@ -92,7 +92,10 @@ def fused_hit(
     else:
         wd, ws = query_per_term_weights(q)
         raw = max(0.0, (score - wd * cos) / ws)
-    return hit_from_payload(pid, score, payload, {DENSE_KEY: cos, SPARSE_KEY: raw})
+    scores = {DENSE_KEY: cos, SPARSE_KEY: raw}
+    if payload is None:
+        return bare_hit(str(pid), score, scores)
+    return hit_from_payload(pid, score, payload, scores)
 
 
 def query_per_term_weights(q: SearchQuery) -> tuple[float, float]:
@@ -109,34 +112,32 @@ def hits_from_lists(
     engine's scored points (`id`, `score`, `payload`); `dense_of` reads a point's dense vector."""
     if not lists:
         return []
-    hits = _hits_from_lists(q, lists, dense_of)
+    hits = rank_points(q, lists, dense_of)
     return attach_sentence_scores(q.dense, hits, lists[0])
 
 
-def _hits_from_lists(
+def _point_hit(p: Any, scores: dict[str, float]) -> Hit:
+    """A hit of an engine point; a point whose payload was not read (None) gets a bare hit
+    (an adapter reading only the winners' payloads fills them in)."""
+    if p.payload is None:
+        return bare_hit(str(p.id), p.score, scores)
+    return hit_from_payload(p.id, p.score, p.payload, scores)
+
+
+def rank_points(
     q: SearchQuery, lists: Sequence[Sequence[Any]], dense_of: Callable[[Any], Sequence[float]]
 ) -> list[Hit]:
     if q.fusion in ENGINE_FUSIONS and is_hybrid(q):
         bm25 = {str(p.id): p.score for p in lists[1]} if len(lists) > 1 else None
         return [
-            fused_hit(q, p.id, p.score, p.payload or {}, dense_of(p), bm25)
-            for p in by_score(lists[0])
+            fused_hit(q, p.id, p.score, p.payload, dense_of(p), bm25) for p in by_score(lists[0])
         ]
     if len(lists) == 1:
         key = DENSE_KEY if q.dense is not None and q.dense_weight > 0 else SPARSE_KEY
-        return [
-            hit_from_payload(p.id, p.score, p.payload or {}, {key: p.score})
-            for p in by_score(lists[0])[: q.limit]
-        ]
+        return [_point_hit(p, {key: p.score}) for p in by_score(lists[0])[: q.limit]]
     bm25 = {str(p.id): p.score for p in lists[1]}
     hits = [
-        hit_from_payload(
-            p.id,
-            p.score,
-            p.payload or {},
-            {DENSE_KEY: p.score, SPARSE_KEY: bm25.get(str(p.id), 0.0)},
-        )
-        for p in lists[0]
+        _point_hit(p, {DENSE_KEY: p.score, SPARSE_KEY: bm25.get(str(p.id), 0.0)}) for p in lists[0]
     ]
     return fuse(
         hits,

@@ -127,6 +127,11 @@ def chunk_from_payload(payload: dict[str, Any], dense: list[float], sparse: Spar
     )
 
 
+def bare_hit(pid: str, score: float, scores: dict[str, float]) -> Hit:
+    """A scored point whose payload is not read yet (`hit_from_payload` fills it in later)."""
+    return Hit(id=pid, doc_id="", chunk_ix=0, score=float(score), text="", scores=scores)
+
+
 def hit_from_payload(
     pid: Any, score: float, payload: dict[str, Any], scores: dict[str, float] | None = None
 ) -> Hit:

@@ -46,9 +46,9 @@ def sentence_scores(query: np.ndarray, encoded: str) -> list[float]:
     vecs = decode(encoded, len(query))
     if not len(vecs):
         return []
-    sims = vecs @ query
-    empty = [not bool(row.any()) for row in vecs]
-    return [NO_SCORE if e else round(float(s), 4) for s, e in zip(sims, empty, strict=True)]
+    sims: list[float] = (vecs @ query).tolist()
+    present: list[bool] = np.any(vecs, axis=1).tolist()
+    return [round(s, 4) if p else NO_SCORE for s, p in zip(sims, present, strict=True)]
 
 
 def attach_sentence_scores(
@@ -57,16 +57,41 @@ def attach_sentence_scores(
     """`hits` with `sentence_scores` filled from the payloads of the engine's `points`."""
     if dense is None or not hits:
         return list(hits)
+    encoded = {str(p.id): (p.payload or {}).get(SENTENCE_VECTORS, "") for p in points}
+    return attach_encoded(dense, hits, encoded)
+
+
+def attach_encoded(
+    dense: Sequence[float] | None, hits: Sequence[Hit], encoded: dict[str, str]
+) -> list[Hit]:
+    """`hits` with `sentence_scores` from `encoded` (hit id → the payload's vectors): every
+    hit's units in one matrix-vector product."""
+    if dense is None or not hits:
+        return list(hits)
     q = np.asarray(dense, dtype=np.float32)
     norm = float(np.linalg.norm(q))
     if norm == 0:
         return list(hits)
     q /= norm
-    encoded = {str(p.id): (p.payload or {}).get(SENTENCE_VECTORS, "") for p in points}
-    out = []
+    dim = len(q)
+    blocks: list[np.ndarray] = []
+    counts: list[int] = []
     for h in hits:
         enc = encoded.get(h.id, "")
-        out.append(
-            msgspec.structs.replace(h, sentence_scores=sentence_scores(q, enc)) if enc else h
-        )
+        raw = np.frombuffer(base64.b64decode(enc), dtype=np.int8) if enc else None
+        ok = raw is not None and dim > 0 and raw.size % dim == 0
+        if raw is not None and ok:
+            blocks.append(raw)
+        counts.append(raw.size // dim if raw is not None and ok else 0)
+    if not blocks:
+        return list(hits)
+    vecs = np.concatenate(blocks).reshape(-1, dim).astype(np.float32) / _SCALE
+    sims: list[float] = (vecs @ q).tolist()
+    present: list[bool] = np.any(vecs, axis=1).tolist()
+    scores = [round(s, 4) if p else NO_SCORE for s, p in zip(sims, present, strict=True)]
+    out = []
+    at = 0
+    for h, n in zip(hits, counts, strict=True):
+        out.append(msgspec.structs.replace(h, sentence_scores=scores[at : at + n]) if n else h)
+        at += n
     return out
