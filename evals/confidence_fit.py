@@ -117,17 +117,7 @@ def grade(
         if r.answerable and evidence and not abstained:
             recall = evidence_overlap(answer, evidence)[0]
             right = recall >= EVIDENCE_RIGHT
-        out.append(
-            Graded(
-                row=r,
-                decision=d,
-                answer=answer,
-                abstained=abstained,
-                correct=correct,
-                right=right,
-                evidence_recall=recall,
-            )
-        )
+        out.append(Graded(r, d, answer, abstained, correct, right, recall))
     return out
 
 
