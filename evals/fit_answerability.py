@@ -10,7 +10,9 @@ small L2 penalty) on the `dev` questions: `dense` on English questions, `lexical
 signal) on all of them. Each threshold is the highest p(answerable) cut whose false abstention
 on dev answerable questions stays within `--max-false` (in every dev group with enough
 questions). Writes `service/data/answerability.json`. `--signals` keeps the computed signals
-(reused by `--from-signals` to refit without retrieving again).
+(reused by `--from-signals` to refit without retrieving again). The confidence model is fitted
+by `evals.confidence_fit` on the answers the fitted models give; `--confidence-only` keeps the
+answerability models of `--model` as they are and refits the confidence alone.
 """
 
 from __future__ import annotations
@@ -26,26 +28,25 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from evals.answers import token_f1
+from evals.confidence_fit import (
+    confidence_report,
+    fit_confidence,
+    grade,
+    load_golds,
+    reliability_html,
+)
 from evals.datasets import SHARED_DATA
+from evals.logistic import fit_xy
 from evals.prepare import principal, sync_corpus
 from evals.suite import load_suite
-from evals.svg import bar_chart
 from service.answerability import (
-    CONFIDENCE_FEATURES,
     MODEL_PATH,
-    Decision,
     Logistic,
     Model,
     Signals,
-    answer_confidence,
-    answer_features,
     compute,
-    decide,
 )
 from service.config import load_settings
-from service.generate.extractive import NO_ANSWER, pick_sentences
-from service.generate.protocol import Passage
 from service.index.protocol import Hit
 from service.pipeline.budget import Budget
 from service.pipeline.trim import trim
@@ -133,28 +134,6 @@ def _matrix(rows: Sequence[Row], names: Sequence[str]) -> np.ndarray:
     return np.array([r.signals.features(names) for r in rows], dtype=float)
 
 
-def fit_logistic(
-    x: np.ndarray, y: np.ndarray, l2: float = 1.0, weights: np.ndarray | None = None
-) -> tuple[np.ndarray, float]:
-    """Coefficients and intercept of an L2-penalised, optionally weighted logistic regression
-    (Newton steps)."""
-    n, d = x.shape
-    sw = np.ones(n) if weights is None else weights
-    xb = np.hstack([x, np.ones((n, 1))])
-    w = np.zeros(d + 1)
-    penalty = np.eye(d + 1) * l2
-    penalty[d, d] = 0.0
-    for _ in range(50):
-        p = 1.0 / (1.0 + np.exp(-np.clip(xb @ w, -40, 40)))
-        grad = xb.T @ (sw * (p - y)) + penalty @ w
-        hess = (xb * (sw * p * (1 - p))[:, None]).T @ xb + penalty
-        step = np.linalg.solve(hess, grad)
-        w -= step
-        if np.abs(step).max() < 1e-8:
-            break
-    return w[:d], float(w[d])
-
-
 def fit(rows: Sequence[Row], names: list[str], max_false: float) -> Logistic:
     x = _matrix(rows, names)
     y = np.array([float(r.answerable) for r in rows])
@@ -173,23 +152,6 @@ def balanced_weights(rows: Sequence[Row]) -> np.ndarray:
     w = np.array([1.0 / groups[(r.suite, r.lang, r.answerable)] for r in rows])
     out: np.ndarray = w * len(rows) / w.sum()
     return out
-
-
-def fit_xy(
-    x: np.ndarray, y: np.ndarray, names: list[str], weights: np.ndarray | None = None
-) -> Logistic:
-    mean = x.mean(axis=0)
-    scale = x.std(axis=0)
-    scale[scale == 0] = 1.0
-    coef, intercept = fit_logistic((x - mean) / scale, y, weights=weights)
-    return Logistic(
-        features=names,
-        mean=[float(v) for v in mean],
-        scale=[float(v) for v in scale],
-        coef=[float(v) for v in coef],
-        intercept=intercept,
-        threshold=0.5,
-    )
 
 
 def _groups(rows: Sequence[Row]) -> dict[str, list[Row]]:
@@ -268,103 +230,6 @@ def _shifted(model: Model, s: Signals) -> float:
     return p / (2 * t) if p < t else 0.5 + (p - t) / (2 * (1 - t))
 
 
-def extractive_answer(r: Row, sentences: int) -> str:
-    """What the extractive generator answers from the row's hits."""
-    passages = [
-        Passage(id=f"S{i}", title=h.title, text=h.text, sentence_scores=h.sentence_scores)
-        for i, h in enumerate(r.hits, 1)
-    ]
-    picked = pick_sentences(r.question, passages, sentences)
-    return " ".join(f"{s} [{sid}]" for s, sid in picked) if picked else NO_ANSWER
-
-
-class Graded(msgspec.Struct, kw_only=True):
-    row: Row
-    decision: Decision
-    answer: str
-    abstained: bool
-    correct: bool
-    """token F1 >= 0.5 against gold, or a correct abstention."""
-
-
-def grade(
-    model: Model, rows: Sequence[Row], golds: dict[tuple[str, str], list[str]], sentences: int
-) -> list[Graded]:
-    """Rows with a gold answer or none to give (answerable without gold answers are left out)."""
-    out = []
-    for r in rows:
-        gold = golds.get((r.suite, r.id), [])
-        if r.answerable and not gold:
-            continue
-        d = decide(r.question, r.hits, model)
-        answer = NO_ANSWER if not d.answerable else extractive_answer(r, sentences)
-        abstained = answer == NO_ANSWER
-        right = not abstained and token_f1(answer, gold) >= 0.5
-        correct = right if r.answerable else abstained
-        out.append(Graded(row=r, decision=d, answer=answer, abstained=abstained, correct=correct))
-    return out
-
-
-def fit_confidence(graded: Sequence[Graded]) -> Logistic:
-    answered = [g for g in graded if not g.abstained]
-    x = np.array([answer_features(g.decision, g.row.question, g.answer) for g in answered])
-    y = np.array([float(g.correct) for g in answered])
-    return fit_xy(x, y, list(CONFIDENCE_FEATURES))
-
-
-def roc_auc(scores: Sequence[float], labels: Sequence[bool]) -> float | None:
-    """Probability that a right answer gets a higher confidence than a wrong one (ties: 1/2)."""
-    pos = [s for s, y in zip(scores, labels, strict=True) if y]
-    neg = [s for s, y in zip(scores, labels, strict=True) if not y]
-    if not pos or not neg:
-        return None
-    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
-    return round(wins / (len(pos) * len(neg)), 4)
-
-
-def confidence_report(model: Model, graded: Sequence[Graded]) -> dict[str, Any]:
-    scores = [
-        answer_confidence(g.decision, g.row.question, g.answer, g.abstained, model) or 0.0
-        for g in graded
-    ]
-    labels = [g.correct for g in graded]
-    bins: list[dict[str, float]] = []
-    for lo in np.linspace(0, 0.9, 10):
-        top = lo + 0.1 if lo < 0.85 else 1.01
-        sel = [(s, y) for s, y in zip(scores, labels, strict=True) if lo <= s < top]
-        if sel:
-            right = round(sum(y for _, y in sel) / len(sel), 4)
-            mean = round(sum(s for s, _ in sel) / len(sel), 4)
-            bins.append(
-                {"from": round(float(lo), 1), "n": len(sel), "confidence": mean, "right": right}
-            )
-    out: dict[str, Any] = {"n": len(graded), "right": round(sum(labels) / max(len(labels), 1), 4)}
-    out["roc_auc"] = roc_auc(scores, labels)
-    for suite in sorted({g.row.suite for g in graded}):
-        idx = [i for i, g in enumerate(graded) if g.row.suite == suite]
-        out[f"roc_auc.{suite}"] = roc_auc([scores[i] for i in idx], [labels[i] for i in idx])
-    out["reliability"] = bins
-    return out
-
-
-def reliability_html(report: dict[str, Any]) -> str:
-    """The reliability plot: per confidence bin, the mean confidence and the share right."""
-    charts = []
-    for split in ("dev", "test"):
-        conf = report[f"confidence_{split}"]
-        groups = [
-            (
-                f"{b['from']:.1f}–{b['from'] + 0.1:.1f} (n={b['n']})",
-                {"mean confidence": b["confidence"], "share right": b["right"]},
-            )
-            for b in conf["reliability"]
-        ]
-        title = f"Confidence reliability, {split} halves (ROC AUC {conf['roc_auc']})"
-        charts.append(bar_chart(groups, ["mean confidence", "share right"], title=title))
-    head = '<!doctype html><meta charset="utf-8"><title>Confidence reliability</title>'
-    return head + "\n" + "\n".join(f"<p>{c}</p>" for c in charts) + "\n"
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=SHARED_DATA)
@@ -385,6 +250,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--model", type=Path, default=MODEL_PATH)
     parser.add_argument("--report", type=Path, help="dev/test rates and curves (JSON)")
     parser.add_argument("--plot", type=Path, help="the confidence reliability plot (HTML)")
+    parser.add_argument(
+        "--confidence-only",
+        action="store_true",
+        help="keep the answerability models in --model as they are; refit the confidence only",
+    )
     args = parser.parse_args(argv)
     if args.from_signals:
         dec = msgspec.json.Decoder(Row)
@@ -422,13 +292,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         f" --max-false {args.max_false}"
         + (f" --lang-models {' '.join(args.lang_models)}" if args.lang_models else ""),
     )
-    golds = {
-        (name, q.id): list(q.answers)
-        for name in sorted({r.suite for r in rows} & {"clapnq", "xquad-en"})
-        for q in load_suite(name, data_dir=args.data).questions
-    }
+    if args.confidence_only:
+        model = msgspec.json.decode(args.model.read_bytes(), type=Model)
+    golds = load_golds(args.data, {r.suite for r in rows})
     sentences = load_settings(args.config).generator.max_sentences
-    model.confidence = fit_confidence(grade(model, dev, golds, sentences))
+    graded_dev = grade(model, dev, golds, sentences)
+    model.confidence = fit_confidence(graded_dev)
+    model.fitted_on["confidence_answers"] = sum(not g.abstained for g in graded_dev)
     tested = grade(model, test, golds, sentences)
     args.model.parent.mkdir(parents=True, exist_ok=True)
     args.model.write_bytes(msgspec.json.format(msgspec.json.encode(model), indent=2) + b"\n")
@@ -438,7 +308,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "test": rates(model, test),
         "dev_curves": curves(model, dev),
         "test_curves": curves(model, test),
-        "confidence_dev": confidence_report(model, grade(model, dev, golds, sentences)),
+        "confidence_dev": confidence_report(model, graded_dev),
         "confidence_test": confidence_report(model, tested),
     }
     text = json.dumps(report, indent=2, ensure_ascii=False)

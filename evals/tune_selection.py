@@ -19,8 +19,9 @@ from pathlib import Path
 import msgspec
 
 from evals.answers import contains, token_f1
+from evals.confidence_fit import extractive_answer
 from evals.datasets import SHARED_DATA
-from evals.fit_answerability import Row, extractive_answer
+from evals.fit_answerability import Row
 from evals.suite import load_suite
 from service.config import load_settings
 from service.generate import select

@@ -202,8 +202,9 @@ class Model(msgspec.Struct, kw_only=True):
     questions without them) and `lexical` (Hindi, Hinglish, other scripts, or no dense score:
     the embedder was late)."""
     confidence: Logistic | None = None
-    """p(the answer is right: token F1 >= 0.5 against gold) for an answer that was given, from
-    `CONFIDENCE_FEATURES`; fitted on the dev halves too."""
+    """p(the answer is right) for an answer that was given, from `CONFIDENCE_FEATURES`; fitted
+    on the dev halves too, "right" meaning token F1 >= 0.5 against the gold answer (CLAPnq,
+    XQuAD) or holding half the gold evidence sentences' words (documentation)."""
     fitted_on: dict[str, int] = msgspec.field(default_factory=dict)
     command: str = ""
 
@@ -254,19 +255,31 @@ def decide(question: str, hits: Sequence[Hit], model: Model | None = None) -> De
 
 
 CONFIDENCE_FEATURES = [
-    "logit_answerable",
+    "p_answerable",
     "answer_coverage",
-    "log_answer_terms",
-    "sentences",
+    "span_answer_terms",
+    "span_sentences",
     "factoid",
     "dense_top",
     "sentence_sim",
+    "howto",
 ]
+CONFIDENCE_EVIDENCE = frozenset({"p_answerable", "answer_coverage", "dense_top", "sentence_sim"})
+"""Answerability evidence: the fit holds their coefficients >= 0, so more evidence never lowers
+the confidence. `p_answerable` is bounded; its logit (the first fit's feature) grows without
+bound as p nears 1, and its coefficient there was negative: the stronger the evidence, the lower
+the confidence."""
 _FACTOID = regex.compile(
     r"^\s*(who|whom|whose|when|where|which|how (many|much|long|old|far|tall|big)|what (year|date|"
     r"time|day|month|percentage|number|is the name)|in what|in which)\b",
     regex.IGNORECASE,
 )
+_HOWTO = regex.compile(
+    r"^\s*how (do|does|can|could|should|would|to|will)\b|\bhow to\b|कैसे|\bkaise\b",
+    regex.IGNORECASE,
+)
+"""A how-to question (English, Hindi, Hinglish): its answer is steps, often several sentences,
+so answer length says nothing of it being right (it does for a question asking for a span)."""
 
 
 def answer_features(
@@ -285,11 +298,18 @@ def _answer_features(decision: Decision, question: str, answer: str) -> dict[str
     coverage = len(q_terms & terms) / len(q_terms) if q_terms else 0.0
     sentences = len(split_sentences(text)) if text.strip() else 0
     factoid = float(bool(_FACTOID.match(question)))
+    howto = float(bool(_HOWTO.search(question)))
+    log_terms = math.log1p(len(bm25_terms(text)))
     return {
+        "p_answerable": p,
         "logit_answerable": math.log(p / (1 - p)),
         "answer_coverage": coverage,
-        "log_answer_terms": math.log1p(len(bm25_terms(text))),
+        "log_answer_terms": log_terms,
         "sentences": float(sentences),
+        # length only for a question asking for a span (gold: a few words), not for a how-to
+        "span_answer_terms": log_terms * (1.0 - howto),
+        "span_sentences": sentences * (1.0 - howto),
+        "howto": howto,
         "factoid": factoid,
         "dense_top": decision.signals.dense_top,
         "sentence_sim": decision.signals.sentence_sim,

@@ -4,7 +4,8 @@ import msgspec
 import numpy as np
 import pytest
 
-from evals.fit_answerability import Row, fit, fit_logistic, pick_threshold
+from evals.fit_answerability import Row, fit, pick_threshold
+from evals.logistic import fit_logistic
 from service.answerability import (
     Logistic,
     Model,

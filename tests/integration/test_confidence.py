@@ -1,0 +1,74 @@
+"""Confidence over the real embedder, Qdrant Edge and HTTP, on the FastAPI pages the project
+ships (`data/sample`): an answer that holds the `docs` suite's gold evidence is rated above the
+model's average answer and above even odds. (What fails with the first model is in
+tests/unit/service/test_confidence.py: on this small index p(answerable) does not saturate.)"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from evals.answers import evidence_overlap
+from evals.confidence_fit import EVIDENCE_RIGHT
+from service.answerability import load_model
+from tests.helpers import auth, index_files, make_key
+
+pytestmark = [pytest.mark.integration, pytest.mark.e2e]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _docs_question(qid: str) -> dict[str, Any]:
+    for line in (ROOT / "data" / "evals" / "docs" / "questions.jsonl").read_text().splitlines():
+        q: dict[str, Any] = json.loads(line)
+        if q["id"] == qid:
+            return q
+    raise LookupError(qid)
+
+
+@pytest.fixture(scope="module")
+async def sample_key(runtime: Any, sample_dir: Path) -> str:
+    summary = await index_files(runtime, "confidence-docs", sample_dir, public=True)
+    assert summary.failed == 0, summary.errors
+    return await make_key(runtime, "confidence-docs", "uma", [])
+
+
+async def _ask(http: httpx.AsyncClient, key: str, question: str) -> dict[str, Any]:
+    resp = await http.post(
+        "/v1/answer", json={"query": question, "stream": False}, headers=auth(key)
+    )
+    assert resp.status_code == 200, resp.text
+    body: dict[str, Any] = resp.json()
+    assert body["abstained"] is False, body
+    return body
+
+
+def _average_answer() -> float:
+    """The confidence of an answer with every feature at its dev mean."""
+    model = load_model().confidence
+    assert model is not None
+    return 1 / (1 + math.exp(-model.intercept))
+
+
+async def test_docs_answer_holding_the_gold_evidence_is_confident(
+    http: httpx.AsyncClient, sample_key: str
+) -> None:
+    gold = _docs_question("en-cors")
+    body = await _ask(http, sample_key, gold["question"])
+    recall, _ = evidence_overlap(body["answer"], gold["evidence"])
+    assert recall >= EVIDENCE_RIGHT, body  # the premise: right for a docs reader
+    # more likely right than not, and above the model's average answer
+    assert body["confidence"] >= max(_average_answer(), 0.5), (recall, body)
+
+
+async def test_short_cors_question_is_not_rated_below_the_average_answer(
+    http: httpx.AsyncClient, sample_key: str
+) -> None:
+    body = await _ask(http, sample_key, "How do I enable CORS?")
+    assert "CORSMiddleware" in body["answer"]
+    assert body["confidence"] >= _average_answer(), body
