@@ -138,6 +138,8 @@ class AnswerPipeline:
             duplicate_threshold=t.duplicate_threshold,
             merge=t.merge_neighbours,
         )
+        # the request's own k and sources (its search asked for COPIES times as many)
+        telemetry.annotate(k=q.top_k, hits=len(hits))
         decision = decide(q.query, hits) if self.settings.generator.abstain else None
         return PreparedAnswer(
             request_id=q.request_id,

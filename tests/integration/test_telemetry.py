@@ -21,6 +21,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client.parser import text_string_to_metric_families
 
 from service.app import create_app
+from service.pipeline.language import COPIES
 from service.runtime import Runtime
 from service.telemetry.core import Telemetry
 from service.telemetry.logs import make_handler
@@ -140,7 +141,8 @@ async def test_one_trace_per_request_with_a_span_per_stage(
     assert a["ragline.tokens_out"] == done["usage"]["completion_tokens"] > 0
     assert 0 < a["ragline.ttft_ms"] <= a["ragline.total_ms"]  # type: ignore[operator]
     search = by_name["search"].attributes or {}
-    assert search["ragline.k"] == 3 and search["ragline.hits"] >= 1
+    # the answer's search asks for COPIES x its k (one copy per translated page is kept)
+    assert search["ragline.k"] == COPIES * 3 and search["ragline.hits"] >= 1
     assert search["ragline.prefetch"] >= 3 and search["ragline.dense"] is True
     assert (by_name["auth"].attributes or {})["ragline.key_cache"] in {"hit", "miss"}
 
