@@ -147,7 +147,7 @@ class Runtime:
                 inner=self.batcher,
                 cache=self.caching.cache,
                 keys=self.caching.keys,
-                model=f"{e.backend}:{e.model_dir}:{embedder.name}",
+                model=f"{e.backend}:{e.model_dir}:{embedder.name}{':int8' if e.query_int8 else ''}",
                 ttl_s=c.embedding_ttl_s,
             )
         self.reranker = reranker

@@ -32,7 +32,7 @@ from evals.bench.answer_latency import free_port, process, wait_http
 from evals.bench.loop_stall import measure_stall
 from evals.bench.output import announce, default_out
 from evals.bench.peers import peer_env, peer_python
-from evals.metrics import percentile
+from evals.bench.serving_report import TARGETS, dist, verdict
 from service.embed.protocol import packaged_model_dir
 from service.ingest.plan import CHUNKER_VERSION
 
@@ -40,17 +40,6 @@ ROOT = Path(__file__).resolve().parents[2]
 SUBSET = ROOT / "data" / "evals" / "scifact"
 PEER_SCRIPT = Path(__file__).with_name("peers") / "llamaindex_serve.py"
 TENANT = "bench"
-TARGETS = {"p95_ratio_1_client_max": 0.5, "rps_ratio_4_clients_min": 2.0, "answer_p95_ms": 25.0}
-
-
-def dist(ms: Sequence[float]) -> dict[str, float]:
-    return {
-        "p50": round(percentile(ms, 50), 2),
-        "p95": round(percentile(ms, 95), 2),
-        "p99": round(percentile(ms, 99), 2),
-        "mean": round(sum(ms) / len(ms), 2) if ms else 0.0,
-        "n": len(ms),
-    }
 
 
 def load_queries(path: Path) -> list[str]:
@@ -87,7 +76,16 @@ def corpus_slice(corpus: Path, docs: int, into: Path) -> Path:
 class Ragline:
     """`ragline serve` on a state dir indexed once (reused while the corpus is the same)."""
 
-    def __init__(self, state: Path, admin_url: str, corpus: Path, docs: int) -> None:
+    def __init__(
+        self,
+        state: Path,
+        admin_url: str,
+        corpus: Path,
+        docs: int,
+        extra: dict[str, str] | None = None,
+    ) -> None:
+        self.extra = extra or {}
+        """`--set` settings for the served Ragline (e.g. RAGLINE_EMBEDDER_QUERY_INT8=true)."""
         self.state = state
         self.admin_url = admin_url
         self.corpus, self.docs = corpus, docs
@@ -106,6 +104,7 @@ class Ragline:
             "RAGLINE_STORAGE_STATE_DIR": str(self.state / "ragline"),
             "RAGLINE_CACHE_ENABLED": "false",
             "RAGLINE_LIMITS_ENABLED": "false",
+            **self.extra,
         }
 
     def cli(self, *args: str) -> str:
@@ -408,6 +407,13 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         help="an admin URL of the external PostgreSQL (the benchmark makes its database)",
     )
     p.add_argument("--state-dir", type=Path, default=default_out("serving-state"))
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="RAGLINE_X=V",
+        help="a setting for the served Ragline (repeatable); recorded in the results",
+    )
     p.add_argument("--out", type=Path, default=default_out("serving.json"))
     return p.parse_args(argv)
 
@@ -433,7 +439,11 @@ async def run(args: argparse.Namespace) -> int:
         "settings": "Ragline: caches and tenant limits off, external PostgreSQL; top_k 5",
         "targets": TARGETS,
     }
-    rl = Ragline(state, args.database_url, args.corpus, args.docs)
+    extra = dict(kv.split("=", 1) for kv in args.set)
+    if bad := [k for k in extra if not k.startswith("RAGLINE_")]:
+        raise SystemExit(f"--set takes RAGLINE_ settings only: {bad}")
+    report["ragline_settings"] = extra
+    rl = Ragline(state, args.database_url, args.corpus, args.docs, extra)
     report["ragline_index"] = await rl.prepare()
     peer: Peer | None = None
     if args.peer == "llamaindex":
@@ -483,28 +493,3 @@ async def run(args: argparse.Namespace) -> int:
     print(json.dumps(report["verdict"], indent=2))
     announce(args.out)
     return 0
-
-
-def verdict(report: dict[str, Any]) -> dict[str, Any]:
-    """The issue's targets against this run (informational: the load average decides a lot)."""
-    out: dict[str, Any] = {}
-    s = report.get("search", {})
-    one, four = s.get("clients_1", {}).get("ratios"), s.get("clients_4", {}).get("ratios")
-    if one:
-        r = one["p95_ragline_over_peer"]
-        out["p95_ratio_1_client"] = {"value": r, "target_max": 0.5, "met": r <= 0.5}
-    if four:
-        r = four["rps_ragline_over_peer"]
-        out["rps_ratio_4_clients"] = {"value": r, "target_min": 2.0, "met": r >= 2.0}
-    ans = report.get("answer_extractive_1_client")
-    if ans:
-        p95 = ans["ms"]["p95"]
-        out["answer_p95_ms"] = {"value": p95, "target_max": 25.0, "met": p95 <= 25.0}
-    cold = report.get("cold_start")
-    if cold:
-        out["ready_s_max"] = {"value": cold["ready_s_max"], "target_max": 3.0}
-        out["first_vs_tenth_ms"] = [
-            cold["first_request_ms_median"],
-            cold["tenth_request_ms_median"],
-        ]
-    return out

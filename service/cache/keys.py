@@ -57,6 +57,8 @@ def retrieval_version(settings: Settings, embedder_name: str) -> str:
             settings.embedder.backend,
             settings.embedder.model_dir,
             embedder_name,
+            # queries on the int8 copy retrieve (slightly) differently
+            *(["query_int8"] if settings.embedder.query_int8 else []),
         ]
     )
     return "r" + digest(blob)[:12]

@@ -17,4 +17,5 @@ def load_embedder(settings: Settings) -> Embedder:
         from service.embed.torch_st import SentenceTransformerEmbedder  # noqa: PLC0415
 
         return SentenceTransformerEmbedder(model_dir, threads=e.threads)
-    return load_onnx_embedder(model_dir, settings.state_dir / "models" / "onnx", threads=e.threads)
+    onnx_dir = settings.state_dir / "models" / "onnx"
+    return load_onnx_embedder(model_dir, onnx_dir, threads=e.threads, query_int8=e.query_int8)

@@ -63,7 +63,9 @@ def mean_pool(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64]) -> V
 class OnnxEmbedder:
     """Embed with an exported transformer; `load` exports into `onnx_dir` on first use."""
 
-    def __init__(self, model_dir: Path, onnx_dir: Path, threads: int = 1) -> None:
+    def __init__(
+        self, model_dir: Path, onnx_dir: Path, threads: int = 1, query_model: Path | None = None
+    ) -> None:
         onnx_path = onnx_dir / ONNX_FILE
         if not onnx_path.is_file():
             raise FileNotFoundError(f"{onnx_path} missing: build it with load_onnx_embedder")
@@ -93,8 +95,19 @@ class OnnxEmbedder:
             str(onnx_path), sess_options=opts, providers=["CPUExecutionProvider"]
         )
         self._inputs = [i.name for i in self._session.get_inputs()]
+        # Queries (`embed`) may run on an int8 copy (`service.embed.quantize`); documents
+        # (`embed_spans`, what indexing stores) always run on the fp32 model.
+        self._query_session = (
+            ort.InferenceSession(
+                str(query_model), sess_options=opts, providers=["CPUExecutionProvider"]
+            )
+            if query_model is not None
+            else self._session
+        )
 
-    def _forward(self, texts: Sequence[str]) -> tuple[list[Any], npt.NDArray[np.float32], Any]:
+    def _forward(
+        self, texts: Sequence[str], session: Any = None
+    ) -> tuple[list[Any], npt.NDArray[np.float32], Any]:
         """Tokenize (pad to the batch's longest, truncate at max_tokens) and run the model:
         the encodings, the token states and the attention mask."""
         encodings = self._tokenizer.encode_batch(list(texts))
@@ -103,13 +116,14 @@ class OnnxEmbedder:
             "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
             "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
         }
-        (hidden,) = self._session.run(["last_hidden_state"], {k: feed[k] for k in self._inputs})
+        run = (session or self._session).run
+        (hidden,) = run(["last_hidden_state"], {k: feed[k] for k in self._inputs})
         return encodings, hidden, feed["attention_mask"]
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        _, hidden, mask = self._forward(texts)
+        _, hidden, mask = self._forward(texts, self._query_session)
         return mean_pool(hidden, mask)
 
     def embed_spans(

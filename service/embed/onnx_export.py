@@ -6,7 +6,6 @@ redone only when the source weights change. torch is imported only when exportin
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -14,14 +13,14 @@ import shutil
 import tempfile
 import time
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from service.embed.filelock import file_lock
 from service.embed.onnx import ONNX_FILE, OnnxEmbedder
+from service.embed.quantize import quantized_query_model
 
 EXPORT_FORMAT = 1  # bump when the export recipe changes, to invalidate cached exports
 OPSET = 17
@@ -109,22 +108,15 @@ def export_onnx(model_dir: Path, out_dir: Path) -> Path:
     return out_dir / ONNX_FILE
 
 
-def load_onnx_embedder(model_dir: Path, onnx_dir: Path, threads: int = 1) -> OnnxEmbedder:
+def load_onnx_embedder(
+    model_dir: Path, onnx_dir: Path, threads: int = 1, query_int8: bool = False
+) -> OnnxEmbedder:
     """Export (and verify) the model into `onnx_dir` unless a matching export is cached, then
-    load it. Exporting needs torch; serving from a cached export does not import it."""
+    load it (queries on an int8 copy with `query_int8`: service.embed.quantize). Exporting
+    needs torch; serving from a cached export does not import it."""
     export_onnx(model_dir, onnx_dir)
-    return OnnxEmbedder(model_dir, onnx_dir, threads)
-
-
-@contextmanager
-def file_lock(lock_path: Path) -> Iterator[None]:
-    """An exclusive `flock` on `lock_path` (created if missing) while the block runs."""
-    with lock_path.open("a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+    query_model = quantized_query_model(onnx_dir) if query_int8 else None
+    return OnnxEmbedder(model_dir, onnx_dir, threads, query_model=query_model)
 
 
 def _replace_dir(new: Path, target: Path) -> None:

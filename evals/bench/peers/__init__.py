@@ -17,7 +17,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from service.embed.onnx_export import file_lock
+from service.embed.filelock import file_lock
 
 HERE = Path(__file__).resolve().parent
 PEERS: dict[str, tuple[str, ...]] = {

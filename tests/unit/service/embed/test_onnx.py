@@ -119,3 +119,26 @@ def test_changed_weights_trigger_export(
         onnx_export.export_onnx(packaged_model_dir(), stale)
     assert (stale / "model.onnx").is_file()  # a failed export leaves the old one in place
     assert not list(tmp_path.glob(".onnx.tmp-*"))
+
+
+def test_queries_on_the_int8_copy_stay_close_and_documents_stay_fp32(
+    onnx_dir: Path, embedder: OnnxEmbedder
+) -> None:
+    from service.embed.quantize import quantized_query_model  # noqa: PLC0415
+
+    q8 = quantized_query_model(onnx_dir)
+    assert q8.is_file() and q8.parent != onnx_dir
+    made = q8.stat().st_mtime_ns
+    assert quantized_query_model(onnx_dir).stat().st_mtime_ns == made  # cached, not remade
+    fp32 = OnnxEmbedder(packaged_model_dir(), onnx_dir, threads=1)
+    mixed = OnnxEmbedder(packaged_model_dir(), onnx_dir, threads=1, query_model=q8)
+    queries, exact = mixed.embed(ENGLISH), fp32.embed(ENGLISH)
+    cos = (queries * exact).sum(1)
+    # int8 ran, and stayed close ("ok", one word piece, drifts most: 0.962 measured)
+    assert cos.min() >= 0.95 and cos.mean() >= 0.98 and not np.array_equal(queries, exact)
+    spans = [[(0, 5)] for _ in ENGLISH]
+    got, got_units = mixed.embed_spans(ENGLISH, spans)
+    want, want_units = fp32.embed_spans(ENGLISH, spans)
+    np.testing.assert_array_equal(got, want)  # what indexing stores is never quantized
+    for a, b in zip(got_units, want_units, strict=True):
+        np.testing.assert_array_equal(a, b)
