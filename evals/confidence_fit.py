@@ -126,15 +126,13 @@ def fit_confidence(
     names: Sequence[str] = CONFIDENCE_FEATURES,
     nonnegative: Collection[str] = CONFIDENCE_EVIDENCE,
 ) -> Logistic:
-    """p(right) over the answers given, each suite's answers weighing the same in total."""
+    """p(right) over the answers given, each answer weighing the same. (Each suite weighing the
+    same in total was tried after the IDF signals merged: pooled CLAPnq + XQuAD-en ROC AUC of
+    the runner 0.793 on dev and test, against 0.821 / 0.822 with equal answers; chosen on dev.)"""
     answered = [g for g in graded if not g.abstained]
     x = np.array([answer_features(g.decision, g.row.question, g.answer, names) for g in answered])
     y = np.array([float(g.right) for g in answered])
-    per_suite: dict[str, int] = {}
-    for g in answered:
-        per_suite[g.row.suite] = per_suite.get(g.row.suite, 0) + 1
-    w = np.array([1.0 / per_suite[g.row.suite] for g in answered])
-    return fit_signed(x, y, list(names), nonnegative, w * len(w) / w.sum())
+    return fit_signed(x, y, list(names), nonnegative)
 
 
 def fit_signed(
