@@ -88,7 +88,9 @@ class MicroBatcher:
                 continue
             call = loop.create_task(self._call(loop, live), name="embed-call")
             self._calls.add(call)
-            call.add_done_callback(self._calls.discard)
+            # a done callback, not a `finally`: a call cancelled before it ever ran (close())
+            # would otherwise keep its slot, and a restarted batcher wait for it forever
+            call.add_done_callback(self._call_done)
 
     async def _next_batch(
         self, loop: asyncio.AbstractEventLoop
@@ -108,6 +110,10 @@ class MicroBatcher:
                 break
         return [(t, f) for t, f in batch if not f.done()]
 
+    def _call_done(self, call: asyncio.Task[None]) -> None:
+        self._calls.discard(call)
+        self._slots.release()
+
     async def _call(
         self, loop: asyncio.AbstractEventLoop, live: list[tuple[str, asyncio.Future[Vectors]]]
     ) -> None:
@@ -120,8 +126,6 @@ class MicroBatcher:
                 if not f.done():
                     f.set_exception(exc)
             return
-        finally:
-            self._slots.release()
         self.batches += 1
         for (_, f), v in zip(live, vecs, strict=True):
             if not f.done():

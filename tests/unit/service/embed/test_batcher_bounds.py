@@ -124,3 +124,22 @@ async def test_queries_use_up_to_workers_calls_at_once_and_the_rest_batch(worker
     await batcher.close()
     assert sum(emb.sizes) == workers + 5 and max(emb.sizes[workers:]) > 1  # they shared calls
     np.testing.assert_allclose(vecs[-1], HashEmbedder(dim=8).embed(["b4"])[0], atol=1e-6)
+
+
+async def test_a_call_cancelled_before_it_ran_gives_its_worker_back() -> None:
+    """A call task cancelled before its first step (close() cancels whatever is in flight) must
+    still give its worker back: with one worker, the next query would wait forever."""
+    emb = Recording()
+    batcher = MicroBatcher(emb, max_batch=8, max_wait_ms=0, workers=1)
+    pending = asyncio.create_task(batcher.embed("first"))
+    for _ in range(5):  # until the worker has created the call task (which has not run yet)
+        await asyncio.sleep(0)
+        if batcher._calls:
+            break
+    assert batcher._calls
+    for call in list(batcher._calls):
+        call.cancel()  # before it ever ran
+    pending.cancel()
+    vec = await asyncio.wait_for(batcher.embed("again"), 2)
+    await batcher.close()
+    np.testing.assert_allclose(vec, HashEmbedder(dim=8).embed(["again"])[0], atol=1e-6)
