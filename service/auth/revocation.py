@@ -27,6 +27,8 @@ from service.auth.notify import channel, version_key
 from service.cache.redis_link import RedisLink, RedisUnavailable, as_bytes
 
 log = logging.getLogger("ragline.auth")
+CLOSE_TIMEOUT_S = 2.0
+"""The longest closing the watchers (or a listener's pub/sub connection) may take."""
 
 
 class Clearable(Protocol):
@@ -64,11 +66,12 @@ class AuthWatch:
         self._tasks.append(asyncio.create_task(self._poll_db()))
 
     async def close(self) -> None:
+        """Stop the watchers; bounded (a Redis that never answers the listener's unsubscribe
+        must not hang shutdown)."""
         for task in self._tasks:
             task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        if self._tasks:
+            await asyncio.wait(self._tasks, timeout=CLOSE_TIMEOUT_S)
         self._tasks.clear()
 
     def changed(self, reason: str) -> None:
@@ -132,4 +135,4 @@ class AuthWatch:
                 await asyncio.sleep(link.settings.probe_interval_s)
             finally:
                 with contextlib.suppress(Exception):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+                    await asyncio.wait_for(pubsub.aclose(), CLOSE_TIMEOUT_S)  # type: ignore[no-untyped-call]
