@@ -147,8 +147,9 @@ def compute(question: str, hits: Sequence[Hit]) -> Signals:
     bm25 = max(h.scores.get(SPARSE_KEY, 0.0) for h in hits)
     sig.bm25_per_term = bm25 / max(len(q_terms), 1)
     idf = recover_idf(bm25_terms(question), hits)
-    if idf and max_bm25(idf, K1) > 0:
-        sig.bm25_norm = min(bm25 / max_bm25(idf, K1), 1.0)
+    reachable = max_bm25(idf, K1)  # 0 when nothing was recovered
+    if reachable > 0:
+        sig.bm25_norm = min(bm25 / reachable, 1.0)
     reranked = [h.scores["rerank"] for h in hits if "rerank" in h.scores]
     sig.rerank = max(reranked) if reranked else None
     sims = [[x for x in h.sentence_scores if x != NO_SCORE] for h in hits[:TOP_PASSAGES]]

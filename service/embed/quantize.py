@@ -24,12 +24,17 @@ def quantized_query_model(onnx_dir: Path) -> Path:
     (its source's size and modification time are recorded next to it)."""
     source = onnx_dir / ONNX_FILE
     out_dir = onnx_dir.parent / QUANTIZED_DIR
-    stamp = f"{source.stat().st_size}:{source.stat().st_mtime_ns}"
+    info = source.stat()
+    stamp = f"{info.st_size}:{info.st_mtime_ns}"
     target, record = out_dir / ONNX_FILE, out_dir / "source.txt"
-    if target.is_file() and record.is_file() and record.read_text() == stamp:
+
+    def current() -> bool:
+        return target.is_file() and record.is_file() and record.read_text() == stamp
+
+    if current():
         return target
     with file_lock(onnx_dir.parent / f".{QUANTIZED_DIR}.lock"):
-        if target.is_file() and record.is_file() and record.read_text() == stamp:
+        if current():  # another process made it while we waited
             return target
         from onnxruntime.quantization import QuantType, quantize_dynamic  # noqa: PLC0415
 

@@ -30,25 +30,35 @@ def encode(vectors: Vectors) -> str:
     return base64.b64encode(q.tobytes()).decode("ascii")
 
 
+def _stored(text: str, dim: int) -> npt.NDArray[np.int8]:
+    """The int8 units `encode` stored, shape (units, dim); none for "" or a wrong size."""
+    raw = np.frombuffer(base64.b64decode(text), dtype=np.int8) if text else np.zeros(0, np.int8)
+    if dim <= 0 or raw.size % dim:
+        return np.zeros((0, max(dim, 0)), dtype=np.int8)
+    return raw.reshape(-1, dim)
+
+
+def _dequantize(units: npt.NDArray[np.int8]) -> Vectors:
+    out: Vectors = units.astype(np.float32) / _SCALE
+    return out
+
+
 def decode(text: str, dim: int) -> Vectors:
     """The vectors `encode` stored (shape (sentences, dim)); empty for "" or a wrong size."""
-    if not text:
-        return np.zeros((0, dim), dtype=np.float32)
-    raw = np.frombuffer(base64.b64decode(text), dtype=np.int8)
-    if dim <= 0 or raw.size % dim:
-        return np.zeros((0, dim), dtype=np.float32)
-    out: Vectors = raw.reshape(-1, dim).astype(np.float32) / _SCALE
-    return out
+    return _dequantize(_stored(text, dim))
+
+
+def _unit_scores(vecs: Vectors, query: np.ndarray) -> list[float]:
+    """Each unit's cosine with the (normalized) query, rounded; `NO_SCORE` for an empty unit."""
+    sims: list[float] = (vecs @ query).tolist()
+    present: list[bool] = np.any(vecs, axis=1).tolist()
+    return [round(s, 4) if p else NO_SCORE for s, p in zip(sims, present, strict=True)]
 
 
 def sentence_scores(query: np.ndarray, encoded: str) -> list[float]:
     """Cosine of the (normalized) query vector and each stored unit vector."""
     vecs = decode(encoded, len(query))
-    if not len(vecs):
-        return []
-    sims: list[float] = (vecs @ query).tolist()
-    present: list[bool] = np.any(vecs, axis=1).tolist()
-    return [round(s, 4) if p else NO_SCORE for s, p in zip(sims, present, strict=True)]
+    return _unit_scores(vecs, query) if len(vecs) else []
 
 
 def attach_sentence_scores(
@@ -73,25 +83,14 @@ def attach_encoded(
     if norm == 0:
         return list(hits)
     q /= norm
-    dim = len(q)
-    blocks: list[np.ndarray] = []
-    counts: list[int] = []
-    for h in hits:
-        enc = encoded.get(h.id, "")
-        raw = np.frombuffer(base64.b64decode(enc), dtype=np.int8) if enc else None
-        ok = raw is not None and dim > 0 and raw.size % dim == 0
-        if raw is not None and ok:
-            blocks.append(raw)
-        counts.append(raw.size // dim if raw is not None and ok else 0)
-    if not blocks:
+    blocks = [_stored(encoded.get(h.id, ""), len(q)) for h in hits]
+    if not any(len(b) for b in blocks):
         return list(hits)
-    vecs = np.concatenate(blocks).reshape(-1, dim).astype(np.float32) / _SCALE
-    sims: list[float] = (vecs @ q).tolist()
-    present: list[bool] = np.any(vecs, axis=1).tolist()
-    scores = [round(s, 4) if p else NO_SCORE for s, p in zip(sims, present, strict=True)]
+    scores = _unit_scores(_dequantize(np.concatenate(blocks)), q)
     out = []
     at = 0
-    for h, n in zip(hits, counts, strict=True):
+    for h, block in zip(hits, blocks, strict=True):
+        n = len(block)
         out.append(msgspec.structs.replace(h, sentence_scores=scores[at : at + n]) if n else h)
         at += n
     return out
