@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import msgspec
 import numpy as np
 
+from evals import metrics
 from evals.answers import evidence_overlap, token_f1
 from evals.logistic import fit_xy
 from evals.suite import load_suite
@@ -169,10 +170,8 @@ def roc_auc(scores: Sequence[float], labels: Sequence[bool]) -> float | None:
     """Probability that a right answer gets a higher confidence than a wrong one (ties: 1/2)."""
     pos = [s for s, y in zip(scores, labels, strict=True) if y]
     neg = [s for s, y in zip(scores, labels, strict=True) if not y]
-    if not pos or not neg:
-        return None
-    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
-    return round(wins / (len(pos) * len(neg)), 4)
+    auc = metrics.roc_auc(pos, neg)
+    return None if auc is None else round(auc, 4)
 
 
 def _reliability(scores: Sequence[float], labels: Sequence[bool]) -> list[dict[str, float]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Mapping, Sequence
 
@@ -56,3 +57,17 @@ def percentile(values: Sequence[float], p: float) -> float:
     ordered = sorted(values)
     rank = max(1, math.ceil(p / 100 * len(ordered)))
     return ordered[rank - 1]
+
+
+def roc_auc(positive: Sequence[float], negative: Sequence[float]) -> float | None:
+    """ROC AUC: the probability that a positive's score beats a negative's (ties count 1/2);
+    None without both kinds."""
+    if not positive or not negative:
+        return None
+    neg = sorted(negative)
+    wins = 0.0
+    for p in positive:
+        lo = bisect.bisect_left(neg, p)
+        hi = bisect.bisect_right(neg, p)
+        wins += lo + 0.5 * (hi - lo)
+    return wins / (len(positive) * len(neg))

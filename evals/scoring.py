@@ -7,12 +7,11 @@ Every per-question score is named like the suite metric that averages it
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Callable, Iterable, Sequence
 
 from evals.answers import contains, evidence_overlap, exact_match, token_f1
 from evals.backends import SourceSeen
-from evals.metrics import hit_at_k, mean, mrr_at_k, ndcg_at_k, percentile, recall_at_k
+from evals.metrics import hit_at_k, mean, mrr_at_k, ndcg_at_k, percentile, recall_at_k, roc_auc
 from evals.results import Metrics, QuestionResult
 from evals.suite import Question
 
@@ -123,15 +122,7 @@ def confidence_auc(results: Sequence[QuestionResult]) -> float | None:
         if r.confidence is None or right is None or r.error is not None:
             continue
         (pos if right else neg).append(r.confidence)
-    if not pos or not neg:
-        return None
-    neg.sort()
-    wins = 0.0
-    for p in pos:
-        lo = bisect.bisect_left(neg, p)
-        hi = bisect.bisect_right(neg, p)
-        wins += lo + 0.5 * (hi - lo)
-    return wins / (len(pos) * len(neg))
+    return roc_auc(pos, neg)
 
 
 def slice_by(
