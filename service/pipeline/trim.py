@@ -14,12 +14,13 @@ the generator may cite and `done.citations` refers to the same ids.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Set
 
 import msgspec
 
 from service.index.protocol import NO_SCORE, Hit
 from service.text.markdown import units
+from service.text.memo import memo_text
 from service.text.sentences import split_sentences
 from service.text.tokenize import words
 
@@ -33,14 +34,15 @@ def estimate_tokens(text: str) -> int:
     return max(len(text.split()) * 4 // 3, len(text) // 4, 1 if text else 0)
 
 
-def _shingles(text: str) -> set[tuple[str, ...]]:
+@memo_text
+def _shingles(text: str) -> frozenset[tuple[str, ...]]:
     w = words(text)
     if len(w) < SHINGLE:
-        return {tuple(w)} if w else set()
-    return {tuple(w[i : i + SHINGLE]) for i in range(len(w) - SHINGLE + 1)}
+        return frozenset({tuple(w)} if w else ())
+    return frozenset(tuple(w[i : i + SHINGLE]) for i in range(len(w) - SHINGLE + 1))
 
 
-def jaccard(a: set[tuple[str, ...]], b: set[tuple[str, ...]]) -> float:
+def jaccard(a: Set[tuple[str, ...]], b: Set[tuple[str, ...]]) -> float:
     if not a or not b:
         return 0.0
     return len(a & b) / len(a | b)
@@ -48,7 +50,7 @@ def jaccard(a: set[tuple[str, ...]], b: set[tuple[str, ...]]) -> float:
 
 def drop_near_duplicates(hits: Sequence[Hit], threshold: float = 0.8) -> list[Hit]:
     kept: list[Hit] = []
-    seen: list[set[tuple[str, ...]]] = []
+    seen: list[frozenset[tuple[str, ...]]] = []
     for h in hits:
         sh = _shingles(h.text)
         if any(jaccard(sh, s) >= threshold for s in seen):

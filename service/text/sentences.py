@@ -2,26 +2,37 @@
 
 from __future__ import annotations
 
-import regex
+import re
 
-_ABBREV = regex.compile(
-    r"\b(?:e\.g|i\.e|etc|vs|Dr|Mr|Mrs|Ms|Prof|St|Fig|al|approx|No)\.$", regex.IGNORECASE
-)
-_BOUNDARY = regex.compile(r"(?<=[.!?।॥])[\"')\]]*\s+|\n\s*\n|(?<=[।॥])")
+from service.text.memo import memo_text
+
+# Standard `re` (every lookbehind here is one character): the `regex` module took ~3x longer on
+# the same patterns, and an answer splits each of its sources' texts several times.
+_ABBREV = re.compile(r"\b(?:e\.g|i\.e|etc|vs|Dr|Mr|Mrs|Ms|Prof|St|Fig|al|approx|No)\.$", re.I)
+_ABBREV_TAIL = len("approx.") + 1
+"""The longest abbreviation and the character before it: `_ABBREV` can only match there (a
+search from that position still sees the character before it for `\\b`)."""
+_BOUNDARY = re.compile(r"(?<=[.!?।॥])[\"')\]]*\s+|\n\s*\n|(?<=[।॥])")
 
 
 def split_sentences(text: str) -> list[str]:
     """Split into sentences; keeps abbreviations and decimals (3.14) inside their sentence."""
+    return list(_split(text))
+
+
+@memo_text
+def _split(text: str) -> tuple[str, ...]:
     parts: list[str] = []
     buf = ""
-    for piece in _BOUNDARY.split(text):
-        if piece is None or not piece.strip():
+    for raw in _BOUNDARY.split(text):
+        piece = raw.strip() if raw is not None else ""
+        if not piece:
             continue
-        buf = f"{buf} {piece.strip()}" if buf else piece.strip()
-        if _ABBREV.search(buf):
+        buf = f"{buf} {piece}" if buf else piece
+        if buf[-1] == "." and _ABBREV.search(buf, len(buf) - _ABBREV_TAIL):
             continue
         parts.append(buf)
         buf = ""
     if buf:
         parts.append(buf)
-    return parts
+    return tuple(parts)

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import regex
 
+from service.text.memo import memo_text
 from service.text.tokenize import bm25_terms
 
 _CAMEL = regex.compile(r"\b[\p{L}\p{N}]*(?:\p{Ll}\p{Lu}|\p{Lu}\p{Lu}\p{Ll})[\p{L}\p{N}]*\b")
 _PARTS = regex.compile(r"\p{Lu}+(?=\p{Lu}\p{Ll})|\p{Lu}?\p{Ll}+|\p{Lu}+|\p{N}+")
 
 
-def match_terms(text: str) -> set[str]:
+@memo_text
+def match_terms(text: str) -> frozenset[str]:
     """Distinct stemmed terms of `text`, plus the parts of CamelCase identifiers."""
     parts = [" ".join(_PARTS.findall(m.group())) for m in _CAMEL.finditer(text)]
-    return set(bm25_terms(f"{text} {' '.join(parts)}" if parts else text))
+    return frozenset(bm25_terms(f"{text} {' '.join(parts)}" if parts else text))

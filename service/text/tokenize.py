@@ -13,6 +13,8 @@ from functools import lru_cache
 import regex
 import snowballstemmer
 
+from service.text.memo import memo_text
+
 _WORD = regex.compile(r"[\p{L}\p{M}\p{N}]+")
 _DEVANAGARI = regex.compile(r"\p{Devanagari}")
 _OTHER_INDIC = regex.compile(
@@ -51,12 +53,12 @@ def words(text: str) -> list[str]:
 
 def bm25_terms(text: str) -> list[str]:
     """Stemmed terms without stop words, in order (repeats kept for term frequency)."""
-    out = []
-    for w in words(text):
-        if w in ENGLISH_STOP or w in HINDI_STOP:
-            continue
-        out.append(_stem(w))
-    return out
+    return list(_bm25_terms(text))
+
+
+@memo_text
+def _bm25_terms(text: str) -> tuple[str, ...]:
+    return tuple(_stem(w) for w in words(text) if w not in ENGLISH_STOP and w not in HINDI_STOP)
 
 
 def script_of(text: str) -> str:

@@ -45,3 +45,33 @@ def test_sentences_english_and_hindi() -> None:
         "यह दूसरा है॥",
         "Last one",
     ]
+
+
+def test_abbreviations_only_as_whole_words_at_a_sentence_end() -> None:
+    # the abbreviation check looks only at the tail of the sentence so far: a word that merely
+    # ends like one ("Taxi No." is one, "Casino." is not) and one at the very start still count
+    text = "Approx. five. Ask Dr. Rao vs. Mr. Li. We won at the casino. Next. Wait, see No. 5 here."
+    assert split_sentences(text) == [
+        "Approx. five.",
+        "Ask Dr. Rao vs. Mr. Li.",
+        "We won at the casino.",
+        "Next.",
+        "Wait, see No. 5 here.",
+    ]
+
+
+def test_memoized_text_functions_hand_out_copies_and_skip_long_texts() -> None:
+    from service.text.memo import MAX_CHARS  # noqa: PLC0415
+    from service.text.terms import match_terms  # noqa: PLC0415
+
+    first = split_sentences("One. Two.")
+    first.append("changed")
+    assert split_sentences("One. Two.") == ["One.", "Two."]
+    terms = bm25_terms("Enable CORS middleware")
+    kept = list(terms)
+    terms.clear()
+    assert bm25_terms("Enable CORS middleware") == kept == ["enabl", "cor", "middlewar"]
+    assert isinstance(match_terms("CORSMiddleware"), frozenset)
+    long = "Sentence one is here. " * (MAX_CHARS // 10)
+    assert len(long) > MAX_CHARS
+    assert len(split_sentences(long)) == MAX_CHARS // 10
