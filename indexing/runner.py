@@ -42,7 +42,7 @@ async def open_indexer(
     open (its owner closes it)."""
     limit_native_threads(settings.embedder.threads)
     with telemetry.span("load_embedder"):
-        embedder = await asyncio.to_thread(load_embedder, settings)
+        embedder = await asyncio.to_thread(load_embedder, settings, queries=False)
     own_pool = pool is None
     if own_pool:
         with telemetry.span("open_database"):

@@ -35,7 +35,7 @@ from service.db.health import Database
 from service.db.pool import embedded_restarter, open_pool
 from service.embed.batcher import MicroBatcher
 from service.embed.loader import load_embedder
-from service.embed.protocol import Embedder
+from service.embed.protocol import Embedder, for_queries
 from service.generate.extractive import ExtractiveGenerator
 from service.generate.factory import CPU_GENERATORS, open_router
 from service.generate.protocol import Passage
@@ -139,7 +139,10 @@ class Runtime:
             settings, self.db, self.stats, keys=Keys.for_runtime(settings, embedder.name)
         )
         self.batcher = MicroBatcher(
-            embedder, max_batch=e.max_batch, max_wait_ms=e.max_wait_ms, workers=query_workers(e)
+            for_queries(embedder),
+            max_batch=e.max_batch,
+            max_wait_ms=e.max_wait_ms,
+            workers=query_workers(e),
         )
         query_embedder: QueryEmbedder = self.batcher
         if c.enabled:
@@ -147,7 +150,7 @@ class Runtime:
                 inner=self.batcher,
                 cache=self.caching.cache,
                 keys=self.caching.keys,
-                model=f"{e.backend}:{e.model_dir}:{embedder.name}{':int8' if e.query_int8 else ''}",
+                model=f"{e.backend}:{e.model_dir}:{embedder.name}:{e.query_quantization}",
                 ttl_s=c.embedding_ttl_s,
             )
         self.reranker = reranker

@@ -85,7 +85,8 @@ class Ragline:
         extra: dict[str, str] | None = None,
     ) -> None:
         self.extra = extra or {}
-        """`--set` settings for the served Ragline (e.g. RAGLINE_EMBEDDER_QUERY_INT8=true)."""
+        """`--set` settings for the served Ragline (e.g.
+        RAGLINE_EMBEDDER_QUERY_QUANTIZATION=none)."""
         self.state = state
         self.admin_url = admin_url
         self.corpus, self.docs = corpus, docs

@@ -240,7 +240,7 @@ async def _rename(settings: Settings, pool: Any, tenant: str, pairs: list[tuple[
                 raise UsageError(f"renaming refused: {resp.text[:300]}")
         return
 
-    dim = (await asyncio.to_thread(load_embedder, settings)).dim
+    dim = (await asyncio.to_thread(load_embedder, settings, queries=False)).dim
     index = await asyncio.to_thread(open_index, settings, dim)
     try:
         await rename_documents(pool, index, tenant, pairs)

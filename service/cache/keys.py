@@ -57,8 +57,8 @@ def retrieval_version(settings: Settings, embedder_name: str) -> str:
             settings.embedder.backend,
             settings.embedder.model_dir,
             embedder_name,
-            # queries on the int8 copy retrieve (slightly) differently
-            *(["query_int8"] if settings.embedder.query_int8 else []),
+            # queries on a quantized copy retrieve (slightly) differently
+            settings.embedder.query_quantization,
         ]
     )
     return "r" + digest(blob)[:12]

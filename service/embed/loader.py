@@ -9,7 +9,9 @@ from service.embed.onnx_export import load_onnx_embedder
 from service.embed.protocol import Embedder, packaged_model_dir
 
 
-def load_embedder(settings: Settings) -> Embedder:
+def load_embedder(settings: Settings, *, queries: bool = True) -> Embedder:
+    """The configured embedder; `queries=False` (indexing: documents only) skips the quantized
+    query model (`embedder.query_quantization`), so it is neither made nor loaded."""
     e = settings.embedder
     model_dir = Path(e.model_dir) if e.model_dir else packaged_model_dir()
     if e.backend == "torch":
@@ -18,4 +20,9 @@ def load_embedder(settings: Settings) -> Embedder:
 
         return SentenceTransformerEmbedder(model_dir, threads=e.threads)
     onnx_dir = settings.state_dir / "models" / "onnx"
-    return load_onnx_embedder(model_dir, onnx_dir, threads=e.threads, query_int8=e.query_int8)
+    return load_onnx_embedder(
+        model_dir,
+        onnx_dir,
+        threads=e.threads,
+        quantization=e.query_quantization if queries else "none",
+    )

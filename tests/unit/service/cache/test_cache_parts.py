@@ -158,12 +158,16 @@ def test_stats_count_and_series() -> None:
     assert ("answers", (("cache", "hit"),), 2.0) in counters and gauges == [("depth", 3.0)]
 
 
-def test_queries_on_the_int8_model_never_share_cached_retrievals_with_fp32() -> None:
+def test_queries_on_each_model_never_share_cached_retrievals() -> None:
     from service.cache.keys import retrieval_version  # noqa: PLC0415
     from service.config import load_settings  # noqa: PLC0415
 
-    fp32 = load_settings(environ={})
-    int8 = load_settings(environ={"RAGLINE_EMBEDDER_QUERY_INT8": "true"})
-    assert int8.embedder.query_int8 and not fp32.embedder.query_int8
-    assert retrieval_version(fp32, "m") != retrieval_version(int8, "m")
-    assert retrieval_version(fp32, "m") == retrieval_version(load_settings(environ={}), "m")
+    versions = {
+        kind: retrieval_version(
+            load_settings(environ={"RAGLINE_EMBEDDER_QUERY_QUANTIZATION": kind}), "m"
+        )
+        for kind in ("none", "block8", "dynamic8")
+    }
+    assert load_settings(environ={}).embedder.query_quantization == "block8"
+    assert len(set(versions.values())) == 3
+    assert versions["block8"] == retrieval_version(load_settings(environ={}), "m")
