@@ -24,6 +24,8 @@ import numpy.typing as npt
 import regex
 import snowballstemmer
 
+from service.text.memo import MAX_CHARS
+
 Embed = Callable[[list[str]], npt.NDArray[Any]]
 """Texts to L2-normalized embeddings, one row per text."""
 
@@ -238,6 +240,17 @@ class _Passage:
         self.numbers = _numbers(text)
 
 
+@lru_cache(maxsize=1024)
+def _cached_passage(text: str, window: int) -> _Passage:
+    return _Passage(text, window)
+
+
+def _passage(text: str, window: int) -> _Passage:
+    """A source's `_Passage` (read-only once built): memoized for a chunk-sized text, as the
+    same sources come back across answers."""
+    return _cached_passage(text, window) if len(text) <= MAX_CHARS else _Passage(text, window)
+
+
 class _Claim:
     """An answer sentence's content words, numbers and names."""
 
@@ -300,7 +313,7 @@ class GroundednessScorer:
         """Model-free evidence per sentence (calibration reuses it to fit the model)."""
         texts = split_sentences(answer)
         claims = [_Claim(strip_citations(t)) for t in texts]
-        passages = {sid: _Passage(text, self._window) for sid, text in sources.items()}
+        passages = {sid: _passage(text, self._window) for sid, text in sources.items()}
         sims = self._similarities([strip_citations(t) for t in texts], claims, passages)
         rows: list[SentenceEvidence] = []
         for i, (text, claim) in enumerate(zip(texts, claims, strict=True)):
