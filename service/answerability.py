@@ -36,10 +36,11 @@ from pathlib import Path
 import msgspec
 import regex
 
-from service.index.fusion import DENSE_KEY, SPARSE_KEY
-from service.index.idf import max_bm25, recover_idf
+from service.index.fusion import DENSE_KEY
+from service.index.idf import bm25_of_terms, max_bm25, recover_idf
 from service.index.protocol import NO_SCORE, Hit
-from service.text.bm25 import K1
+from service.text import phonetic
+from service.text.bm25 import K1, query_terms
 from service.text.sentences import split_sentences
 from service.text.terms import match_terms
 from service.text.tokenize import bm25_terms, script_of, words
@@ -135,6 +136,29 @@ def content_terms(text: str) -> set[str]:
     return set(bm25_terms(" ".join(kept)))
 
 
+def content_keys(text: str) -> dict[str, str]:
+    """Each Devanagari content term's consonant skeleton term (stem → `~key`): "मिडलवेयर" is
+    found in a sentence that says "middleware" (service.text.phonetic)."""
+    out: dict[str, str] = {}
+    for w in words(text):
+        if w.isascii() or w in _QUESTION_STOP:
+            continue
+        stems, k = bm25_terms(w), phonetic.key(w)
+        if stems and k:
+            out[stems[0]] = phonetic.PREFIX + k
+    return out
+
+
+def found_in(q_terms: set[str], keys: dict[str, str], sentence: str) -> set[str]:
+    """The question's content terms a sentence holds, as words or, for its Devanagari words,
+    as the skeleton of a Latin word."""
+    found = q_terms & match_terms(sentence)
+    if keys:
+        spoken = set(phonetic.doc_terms(words(sentence)))
+        found |= {t for t, k in keys.items() if t in q_terms and k in spoken}
+    return found
+
+
 def compute(question: str, hits: Sequence[Hit]) -> Signals:
     """The signals of one question over its hits (best first)."""
     q_terms = content_terms(question)
@@ -144,10 +168,13 @@ def compute(question: str, hits: Sequence[Hit]) -> Signals:
     cosines = sorted((h.scores.get(DENSE_KEY, 0.0) for h in hits), reverse=True)
     sig.dense_top = cosines[0]
     sig.dense_margin = cosines[0] - cosines[1] if len(cosines) > 1 else cosines[0]
-    bm25 = max(h.scores.get(SPARSE_KEY, 0.0) for h in hits)
+    # The search asked for the words and, for a question not in Latin script, their consonant
+    # skeletons (service.text.phonetic); the BM25 signals count the words alone, as fitted.
+    idf = recover_idf(query_terms(question), hits)
+    word_terms = [t for t in idf if not t.startswith(phonetic.PREFIX)]
+    bm25 = bm25_of_terms(hits, idf, word_terms)
     sig.bm25_per_term = bm25 / max(len(q_terms), 1)
-    idf = recover_idf(bm25_terms(question), hits)
-    reachable = max_bm25(idf, K1)  # 0 when nothing was recovered
+    reachable = max_bm25({t: idf[t] for t in word_terms}, K1)  # 0 when nothing was recovered
     if reachable > 0:
         sig.bm25_norm = min(bm25 / reachable, 1.0)
     reranked = [h.scores["rerank"] for h in hits if "rerank" in h.scores]
@@ -162,11 +189,12 @@ def compute(question: str, hits: Sequence[Hit]) -> Signals:
         return sig
     weight = {t: idf.get(t, 1.0) if idf else 1.0 for t in q_terms}
     total = sum(weight.values()) or 1.0
+    keys = content_keys(question)
     seen: set[str] = set()
     best, best_weight = 0, 0.0
     for h in hits[:TOP_PASSAGES]:
         for sent in split_sentences(f"{h.title}\n{h.text}" if h.title else h.text):
-            found = q_terms & match_terms(sent)
+            found = found_in(q_terms, keys, sent)
             seen |= found
             best = max(best, len(found))
             best_weight = max(best_weight, sum(weight[t] for t in found))

@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import msgspec
 
 from service.generate.protocol import Passage
 from service.index.protocol import NO_SCORE
+from service.text import phonetic
 from service.text.markdown import units
 from service.text.terms import match_terms
+from service.text.tokenize import words
 
 PASSAGE_PRIOR = 0.6
 POSITION_PRIOR = 0.02
@@ -52,7 +54,12 @@ class Candidate(msgspec.Struct, kw_only=True):
     sim: float | None = None
 
 
-def candidates(passages: Sequence[Passage]) -> list[Candidate]:
+def candidates(
+    passages: Sequence[Passage], keys: Mapping[str, str] | None = None
+) -> list[Candidate]:
+    """Every unit of the passages; `keys` (a Devanagari question term → its consonant skeleton
+    term, `service.answerability.content_keys`) lets a unit that writes the word in Latin
+    letters hold the term ("मिडलवेयर" in "add a middleware")."""
     out = []
     for rank, p in enumerate(passages):
         found = units(p.text)
@@ -65,11 +72,19 @@ def candidates(passages: Sequence[Passage]) -> list[Candidate]:
                     pos=pos,
                     text=sent,
                     source=p.id,
-                    terms=frozenset(match_terms(sent)),
+                    terms=frozenset(_terms(sent, keys)),
                     sim=sim,
                 )
             )
     return out
+
+
+def _terms(sent: str, keys: Mapping[str, str] | None) -> frozenset[str]:
+    terms = match_terms(sent)
+    if keys:
+        spoken = set(phonetic.doc_terms(words(sent)))
+        terms |= {t for t, k in keys.items() if k in spoken}
+    return terms
 
 
 def term_weights(q_terms: set[str], cands: Sequence[Candidate]) -> dict[str, float]:
@@ -80,12 +95,15 @@ def term_weights(q_terms: set[str], cands: Sequence[Candidate]) -> dict[str, flo
 
 
 def select(
-    question_terms: set[str], passages: Sequence[Passage], limit: int
+    question_terms: set[str],
+    passages: Sequence[Passage],
+    limit: int,
+    keys: Mapping[str, str] | None = None,
 ) -> list[tuple[str, str]]:
     """(sentence, source id) pairs that answer, in the order chosen, at most `limit`."""
     if not question_terms or limit <= 0:
         return []
-    cands = candidates(passages)
+    cands = candidates(passages, keys)
     weights = term_weights(question_terms, cands)
     total = sum(weights.values()) or 1.0
     covered: set[str] = set()

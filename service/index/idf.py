@@ -54,3 +54,17 @@ def recover_idf(terms: Sequence[str], hits: Sequence[Hit]) -> dict[str, float]:
 def max_bm25(idf: dict[str, float], k1: float) -> float:
     """The highest BM25 score the query can reach: every term at full saturation (k1 + 1)."""
     return (k1 + 1) * sum(idf.values())
+
+
+def bm25_of_terms(hits: Sequence[Hit], idf: dict[str, float], keep: Sequence[str]) -> float:
+    """The best hit's BM25 counting only the terms `keep` (the engine scored all of `idf`'s):
+    its raw score less what the other terms contributed, by their recovered IDFs."""
+    others = [t for t in idf if t not in set(keep)]
+    best = 0.0
+    for h in hits:
+        raw = h.scores.get(SPARSE_KEY, 0.0)
+        if others and raw > 0:
+            w = term_weights(f"{h.title}\n{h.text}" if h.title else h.text)
+            raw -= sum(idf[t] * w.get(t, 0.0) for t in others)
+        best = max(best, raw)
+    return best

@@ -13,7 +13,9 @@ from typing import TypeVar
 
 import msgspec
 
-from service.text.tokenize import bm25_terms
+from service.text import phonetic
+from service.text.memo import memo_text
+from service.text.tokenize import bm25_terms, content_words, stem
 
 K1 = 1.2
 B = 0.75
@@ -44,16 +46,33 @@ def _saturated(counts: Counter[T], length: int) -> dict[T, float]:
 
 def term_weights(text: str) -> dict[str, float]:
     """Each term's stored weight in a chunk's text, by term (what `doc_vector` stores by id)."""
-    terms = bm25_terms(text)
-    return _saturated(Counter(terms), len(terms))
+    terms, length = _doc_terms(text)
+    return _saturated(Counter(terms), length)
+
+
+@memo_text
+def _doc_terms(text: str) -> tuple[tuple[str, ...], int]:
+    """A chunk's BM25 terms and the consonant skeletons of its words (`service.text.phonetic`:
+    a Devanagari question's "मिडलवेयर" meets a page's "middleware"), and its length in BM25
+    terms alone, so the words' weights are what they are without the skeletons."""
+    kept = content_words(text)
+    terms = [stem(w) for w in kept]  # bm25_terms(text), from the same words
+    return (*terms, *phonetic.doc_terms(kept)), len(terms)
 
 
 def doc_vector(text: str) -> SparseVec:
-    terms = bm25_terms(text)
-    items = sorted(_saturated(Counter(term_id(t) for t in terms), len(terms)).items())
+    terms, length = _doc_terms(text)
+    items = sorted(_saturated(Counter(term_id(t) for t in terms), length).items())
     return SparseVec([i for i, _ in items], [v for _, v in items])
+
+
+def query_terms(text: str) -> list[str]:
+    """A query's distinct BM25 terms, and the consonant skeletons of its Devanagari words: an
+    English word spelled in Devanagari finds pages that write it in Latin letters (a question
+    without Devanagari words asks for exactly what it asked before)."""
+    return list(dict.fromkeys([*bm25_terms(text), *phonetic.query_terms(content_words(text))]))
 
 
 def query_vector(text: str) -> SparseVec:
     """Each distinct query term once; IDF comes from the engine, over the searcher's corpus."""
-    return _merge(Counter({term_id(t): 1 for t in bm25_terms(text)}))
+    return _merge(Counter({term_id(t): 1 for t in query_terms(text)}))

@@ -46,6 +46,11 @@ def _stem(word: str) -> str:
     return word  # other scripts: exact word forms (no stemmer shipped that we trust)
 
 
+def stem(word: str) -> str:
+    """One case-folded word's BM25 stem (Snowball English or Hindi; other scripts as they are)."""
+    return _stem(word)
+
+
 def words(text: str) -> list[str]:
     """Case-folded, NFC-normalized words, including Indic words with their vowel signs."""
     return _WORD.findall(unicodedata.normalize("NFC", text).casefold())
@@ -83,3 +88,8 @@ def script_of(text: str) -> str:
         if counts[script] >= 0.2 * letters:
             return script
     return max(counts, key=lambda k: counts[k])
+
+
+def content_words(text: str) -> list[str]:
+    """`words` without stop words (unstemmed), in order."""
+    return [w for w in words(text) if w not in ENGLISH_STOP and w not in HINDI_STOP]

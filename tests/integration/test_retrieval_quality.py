@@ -24,6 +24,10 @@ HINDI_QUESTIONS = [
     ("FastAPI की विशेषताएँ क्या हैं?", "hi/features.md"),
     ("Python में वैकल्पिक type hints का समर्थन", "hi/python-types.md"),
     ("Python format strings के समान syntax के साथ path parameters", "hi/tutorial/path-params.md"),
+    # English words written in Devanagari, on pages that write them in Latin letters (their
+    # consonant skeletons meet: service.text.phonetic); before it, no term in common
+    ("कॉर्स मिडलवेयर कैसे जोड़ें?", "hi/tutorial/cors.md"),
+    ("क्वेरी पैरामीटर क्या होते हैं?", "hi/tutorial/query-params.md"),
 ]
 
 

@@ -138,8 +138,11 @@ def test_decide_picks_the_model_by_language_and_thresholds() -> None:
     far = [_hit("Paris is the capital of France.", 0.1, 0.0)]
     no = decide("How tall is Mount Everest?", far, _model())
     assert not no.answerable and no.probability < 0.1
-    hindi = decide("फ्रांस की राजधानी क्या है?", hits, _model())
+    hindi = decide("भारत की राजधानी क्या है?", hits, _model())
     assert hindi.model == "lexical" and not hindi.answerable  # no Hindi words in the passage
+    # "फ्रांस" is the passage's "France" spelled in Devanagari (service.text.phonetic)
+    france = decide("फ्रांस की राजधानी क्या है?", hits, _model())
+    assert france.signals.coverage == 0.5 and france.probability > hindi.probability
     assert not decide("anything", [], _model()).answerable
 
 

@@ -123,3 +123,17 @@ def test_sentence_similarity_picks_the_answer_that_shares_no_words(
     # scores that do not align with the passage's units are ignored
     wrong = [Passage(id="S1", title="", text=text, sentence_scores=[0.2])]
     assert pick_sentences(question, wrong, 1)[0][0].startswith("The tower was finished")
+
+
+def test_a_devanagari_question_finds_the_sentence_that_writes_its_word_in_latin() -> None:
+    page = Passage(
+        id="S1",
+        title="मिडलवेयर",
+        text=(
+            "यह page एक उदाहरण है। "
+            "आप app में एक middleware जोड़ सकते हैं, जो हर request पर चलता है। "
+            "बाकी सब settings में है।"
+        ),
+    )
+    picked = pick_sentences("मिडलवेयर कैसे काम करता है?", [page], limit=3)
+    assert [s for s, _ in picked] == ["आप app में एक middleware जोड़ सकते हैं, जो हर request पर चलता है।"]

@@ -1,0 +1,64 @@
+"""English words spelled in Devanagari meet their Latin spelling; English queries never move."""
+
+from __future__ import annotations
+
+import pytest
+
+from service.text import phonetic
+from service.text.bm25 import doc_vector, query_terms, query_vector, term_weights
+from service.text.tokenize import bm25_terms, words
+
+pytestmark = pytest.mark.unit
+
+SAME = [
+    ("background", "बैकग्राउंड"),
+    ("middleware", "मिडलवेयर"),
+    ("response", "रिस्पॉन्स"),
+    ("task", "टास्क"),
+    ("environment", "एनवायरनमेंट"),
+    ("virtual", "वर्चुअल"),
+    ("applications", "एप्लिकेशन"),
+    ("deploy", "डिप्लॉय"),
+    ("parameter", "पैरामीटर"),
+    ("dependency", "डिपेंडेंसी"),
+    ("websocket", "वेबसॉकेट"),
+    ("database", "डेटाबेस"),
+    ("request", "रिक्वेस्ट"),
+    ("template", "टेम्पलेट"),
+]
+
+
+@pytest.mark.parametrize(("latin", "devanagari"), SAME)
+def test_both_spellings_share_one_skeleton(latin: str, devanagari: str) -> None:
+    (a,), (b,) = words(latin), words(devanagari)
+    assert phonetic.key(a) == phonetic.key(b) != ""
+
+
+def test_short_or_unrelated_words_have_no_shared_skeleton() -> None:
+    assert phonetic.key("api") == "" and phonetic.key("करें") == ""  # too few consonants
+    assert phonetic.key("middleware") != phonetic.key("मॉडल")
+    assert phonetic.key("naïve") == "" and phonetic.key("தமிழ்") == ""  # other scripts
+
+
+def test_a_devanagari_question_finds_a_page_that_writes_the_word_in_latin() -> None:
+    page = "You can add a middleware to FastAPI applications."
+    question = "मिडलवेयर क्या है?"
+    shared = set(query_vector(question).indices) & set(doc_vector(page).indices)
+    assert shared  # before: no term in common at all
+    assert not set(bm25_terms(question)) & set(bm25_terms(page))
+
+
+def test_english_questions_and_word_weights_are_unchanged() -> None:
+    question = "How do I add a middleware to my application?"
+    assert query_terms(question) == list(dict.fromkeys(bm25_terms(question)))
+    # a Hindi question's Latin words match as they are; only its Devanagari ones add skeletons
+    assert query_terms("Middleware कैसे बनाएं?") == [*bm25_terms("Middleware कैसे बनाएं?")]
+    assert query_terms("मिडलवेयर क्या है?")[-1] == "~mdlvr"
+    page = "You can add a middleware to FastAPI applications, मिडलवेयर. " * 3
+    weights = term_weights(page)
+    skeletons = {t for t in weights if t.startswith(phonetic.PREFIX)}
+    assert skeletons == {"~mdlvr", "~fstp", "~plksn"}
+    # the words' saturated weights are as long as the words alone make the chunk
+    words_only = {t: w for t, w in weights.items() if t not in skeletons}
+    n = len(bm25_terms(page))
+    assert words_only["middlewar"] == pytest.approx(3 * 2.2 / (3 + 1.2 * (0.25 + 0.75 * n / 120)))
