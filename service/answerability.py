@@ -42,7 +42,7 @@ from service.index.protocol import NO_SCORE, Hit
 from service.text import phonetic
 from service.text.bm25 import K1, query_terms
 from service.text.sentences import split_sentences
-from service.text.terms import match_terms
+from service.text.terms import match_terms, spoken
 from service.text.tokenize import bm25_terms, script_of, words
 
 _CITATION = regex.compile(r"\[\s*S\d+(?:\s*,\s*S\d+)*\s*\]")
@@ -154,8 +154,8 @@ def found_in(q_terms: set[str], keys: dict[str, str], sentence: str) -> set[str]
     as the skeleton of a Latin word."""
     found = q_terms & match_terms(sentence)
     if keys:
-        spoken = set(phonetic.doc_terms(words(sentence)))
-        found |= {t for t, k in keys.items() if t in q_terms and k in spoken}
+        said = spoken(sentence)
+        found |= {t for t, k in keys.items() if t in q_terms and k in said}
     return found
 
 

@@ -20,10 +20,8 @@ import msgspec
 
 from service.generate.protocol import Passage
 from service.index.protocol import NO_SCORE
-from service.text import phonetic
 from service.text.markdown import units
-from service.text.terms import match_terms
-from service.text.tokenize import words
+from service.text.terms import match_terms, spoken
 
 PASSAGE_PRIOR = 0.6
 POSITION_PRIOR = 0.02
@@ -82,8 +80,8 @@ def candidates(
 def _terms(sent: str, keys: Mapping[str, str] | None) -> frozenset[str]:
     terms = match_terms(sent)
     if keys:
-        spoken = set(phonetic.doc_terms(words(sent)))
-        terms |= {t for t, k in keys.items() if k in spoken}
+        said = spoken(sent)
+        terms |= {t for t, k in keys.items() if k in said}
     return terms
 
 

@@ -15,6 +15,7 @@ import msgspec
 
 from service.text import phonetic
 from service.text.memo import memo_text
+from service.text.terms import identifier_parts
 from service.text.tokenize import bm25_terms, content_words, stem
 
 K1 = 1.2
@@ -57,7 +58,7 @@ def _doc_terms(text: str) -> tuple[tuple[str, ...], int]:
     terms alone, so the words' weights are what they are without the skeletons."""
     kept = content_words(text)
     terms = [stem(w) for w in kept]  # bm25_terms(text), from the same words
-    return (*terms, *phonetic.doc_terms(kept)), len(terms)
+    return (*terms, *phonetic.doc_terms([*kept, *identifier_parts(text)])), len(terms)
 
 
 def doc_vector(text: str) -> SparseVec:

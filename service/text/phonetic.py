@@ -55,7 +55,7 @@ _LATIN_CONSONANTS = frozenset("bcdfgjklmnprstv")
 def key(word: str) -> str:
     """The consonant skeleton of one case-folded word ("" if too short or another script)."""
     if _LATIN_WORD.match(word):
-        out = _latin(word)
+        out = _latin(_singular(word))
     elif _DEVANAGARI_WORD.match(word):
         out = _devanagari(word)
     else:
@@ -63,9 +63,26 @@ def key(word: str) -> str:
     return out if len(out) >= MIN_CONSONANTS else ""
 
 
-def _latin(word: str) -> str:
+def _singular(word: str) -> str:
+    """Without a plural's "s" ("applications" like एप्लिकेशन), which "CORS" may not be."""
     if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        word = word[:-1]  # a plural: "applications" like एप्लिकेशन
+        return word[:-1]
+    return word
+
+
+@lru_cache(maxsize=100_000)
+def _latin_keys(word: str) -> tuple[str, ...]:
+    """A Latin word's skeletons: as if singular, and as written when its "s" may be its own
+    ("cors" is `krs` like कॉर्स as well as `kr`)."""
+    out = [
+        k
+        for k in dict.fromkeys((_latin(_singular(word)), _latin(word)))
+        if len(k) >= MIN_CONSONANTS
+    ]
+    return tuple(out)
+
+
+def _latin(word: str) -> str:
     sounds: list[str] = []
     i = 0
     while i < len(word):
@@ -109,7 +126,7 @@ def _squeeze(sounds: str) -> str:
 def doc_terms(words: list[str]) -> list[str]:
     """A page's skeleton terms: of its Latin words (in order, repeats kept), each marked with
     `PREFIX`; they are what a question's Devanagari spelling can meet."""
-    return [PREFIX + k for w in words if w.isascii() and (k := key(w))]
+    return [PREFIX + k for w in words if _LATIN_WORD.match(w) for k in _latin_keys(w)]
 
 
 def query_terms(words: list[str]) -> list[str]:

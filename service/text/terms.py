@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import regex
 
+from service.text import phonetic
 from service.text.memo import memo_text
-from service.text.tokenize import bm25_terms
+from service.text.tokenize import bm25_terms, words
 
 _CAMEL = regex.compile(r"\b[\p{L}\p{N}]*(?:\p{Ll}\p{Lu}|\p{Lu}\p{Lu}\p{Ll})[\p{L}\p{N}]*\b")
 _PARTS = regex.compile(r"\p{Lu}+(?=\p{Lu}\p{Ll})|\p{Lu}?\p{Ll}+|\p{Lu}+|\p{N}+")
@@ -17,3 +18,16 @@ def match_terms(text: str) -> frozenset[str]:
     """Distinct stemmed terms of `text`, plus the parts of CamelCase identifiers."""
     parts = [" ".join(_PARTS.findall(m.group())) for m in _CAMEL.finditer(text)]
     return frozenset(bm25_terms(f"{text} {' '.join(parts)}" if parts else text))
+
+
+def identifier_parts(text: str) -> list[str]:
+    """The case-folded parts of the CamelCase identifiers in `text` ("CORSMiddleware": cors,
+    middleware)."""
+    return [p.casefold() for m in _CAMEL.finditer(text) for p in _PARTS.findall(m.group())]
+
+
+@memo_text
+def spoken(text: str) -> frozenset[str]:
+    """The consonant skeleton terms of a text's Latin words and identifier parts
+    (`service.text.phonetic`): what a Devanagari spelling of one of them meets."""
+    return frozenset(phonetic.doc_terms([*words(text), *identifier_parts(text)]))

@@ -57,8 +57,18 @@ def test_english_questions_and_word_weights_are_unchanged() -> None:
     page = "You can add a middleware to FastAPI applications, मिडलवेयर. " * 3
     weights = term_weights(page)
     skeletons = {t for t in weights if t.startswith(phonetic.PREFIX)}
-    assert skeletons == {"~mdlvr", "~fstp", "~plksn"}
+    # a plural with and without its "s", identifier parts; none for the Devanagari word
+    assert skeletons == {"~mdlvr", "~fstp", "~fst", "~plksn", "~plksns"}  # FastAPI: Fast, API
     # the words' saturated weights are as long as the words alone make the chunk
     words_only = {t: w for t, w in weights.items() if t not in skeletons}
     n = len(bm25_terms(page))
     assert words_only["middlewar"] == pytest.approx(3 * 2.2 / (3 + 1.2 * (0.25 + 0.75 * n / 120)))
+
+
+def test_identifier_parts_and_acronyms_have_skeletons() -> None:
+    said = {t for t in term_weights("Add the CORSMiddleware.") if t.startswith(phonetic.PREFIX)}
+    (cors,), (middleware,) = words("कॉर्स"), words("मिडलवेयर")
+    assert {
+        phonetic.PREFIX + phonetic.key(cors),
+        phonetic.PREFIX + phonetic.key(middleware),
+    } <= said
