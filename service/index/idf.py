@@ -35,7 +35,7 @@ def recover_idf(terms: Sequence[str], hits: Sequence[Hit]) -> dict[str, float]:
     for h in hits:
         if SPARSE_KEY not in h.scores:
             continue  # the BM25 list was not run for this hit
-        w = term_weights(f"{h.title}\n{h.text}" if h.title else h.text)
+        w = term_weights(f"{h.title}\n{h.text}" if h.title else h.text, terms)
         row = [w.get(t, 0.0) for t in terms]
         if any(row):
             rows.append(row)
@@ -64,7 +64,7 @@ def bm25_of_terms(hits: Sequence[Hit], idf: dict[str, float], keep: Sequence[str
     for h in hits:
         raw = h.scores.get(SPARSE_KEY, 0.0)
         if others and raw > 0:
-            w = term_weights(f"{h.title}\n{h.text}" if h.title else h.text)
+            w = term_weights(f"{h.title}\n{h.text}" if h.title else h.text, others)
             raw -= sum(idf[t] * w.get(t, 0.0) for t in others)
         best = max(best, raw)
     return best

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from collections.abc import Sequence
 from typing import TypeVar
 
 import msgspec
@@ -45,8 +46,13 @@ def _saturated(counts: Counter[T], length: int) -> dict[T, float]:
     return {k: f * (K1 + 1) / (f + norm) for k, f in counts.items()}
 
 
-def term_weights(text: str) -> dict[str, float]:
-    """Each term's stored weight in a chunk's text, by term (what `doc_vector` stores by id)."""
+def term_weights(text: str, of: Sequence[str] | None = None) -> dict[str, float]:
+    """Each term's stored weight in a chunk's text, by term (what `doc_vector` stores by id);
+    with `of`, at least those terms' (the words alone when none of them is a skeleton: the
+    skeletons cost more to make than the words, and a Latin-script question asks for none)."""
+    if of is not None and not any(t.startswith(phonetic.PREFIX) for t in of):
+        words = bm25_terms(text)
+        return _saturated(Counter(words), len(words))
     terms, length = _doc_terms(text)
     return _saturated(Counter(terms), length)
 

@@ -72,3 +72,12 @@ def test_identifier_parts_and_acronyms_have_skeletons() -> None:
         phonetic.PREFIX + phonetic.key(cors),
         phonetic.PREFIX + phonetic.key(middleware),
     } <= said
+
+
+def test_the_weights_of_word_terms_alone_are_the_full_weights() -> None:
+    page = "Add the CORSMiddleware to your applications; the middleware runs on every request."
+    full = term_weights(page)
+    words_asked = ["middlewar", "request", "absent"]
+    some = term_weights(page, words_asked)
+    assert all(some.get(t) == full.get(t) for t in words_asked)
+    assert term_weights(page, [*words_asked, "~mdlvr"])["~mdlvr"] == full["~mdlvr"]
