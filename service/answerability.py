@@ -42,7 +42,7 @@ from service.index.protocol import NO_SCORE, Hit
 from service.text import phonetic
 from service.text.bm25 import K1, query_terms
 from service.text.sentences import split_sentences
-from service.text.terms import match_terms, spoken
+from service.text.terms import held_terms, match_terms
 from service.text.tokenize import bm25_terms, script_of, words
 
 _CITATION = regex.compile(r"\[\s*S\d+(?:\s*,\s*S\d+)*\s*\]")
@@ -149,16 +149,6 @@ def content_keys(text: str) -> dict[str, str]:
     return out
 
 
-def found_in(q_terms: set[str], keys: dict[str, str], sentence: str) -> set[str]:
-    """The question's content terms a sentence holds, as words or, for its Devanagari words,
-    as the skeleton of a Latin word."""
-    found = q_terms & match_terms(sentence)
-    if keys:
-        said = spoken(sentence)
-        found |= {t for t, k in keys.items() if t in q_terms and k in said}
-    return found
-
-
 def compute(question: str, hits: Sequence[Hit]) -> Signals:
     """The signals of one question over its hits (best first)."""
     q_terms = content_terms(question)
@@ -194,7 +184,7 @@ def compute(question: str, hits: Sequence[Hit]) -> Signals:
     best, best_weight = 0, 0.0
     for h in hits[:TOP_PASSAGES]:
         for sent in split_sentences(f"{h.title}\n{h.text}" if h.title else h.text):
-            found = found_in(q_terms, keys, sent)
+            found = q_terms & held_terms(sent, keys)
             seen |= found
             best = max(best, len(found))
             best_weight = max(best_weight, sum(weight[t] for t in found))

@@ -21,7 +21,7 @@ import msgspec
 from service.generate.protocol import Passage
 from service.index.protocol import NO_SCORE
 from service.text.markdown import units
-from service.text.terms import match_terms, spoken
+from service.text.terms import held_terms
 
 PASSAGE_PRIOR = 0.6
 POSITION_PRIOR = 0.02
@@ -70,19 +70,11 @@ def candidates(
                     pos=pos,
                     text=sent,
                     source=p.id,
-                    terms=frozenset(_terms(sent, keys)),
+                    terms=held_terms(sent, keys),
                     sim=sim,
                 )
             )
     return out
-
-
-def _terms(sent: str, keys: Mapping[str, str] | None) -> frozenset[str]:
-    terms = match_terms(sent)
-    if keys:
-        said = spoken(sent)
-        terms |= {t for t, k in keys.items() if k in said}
-    return terms
 
 
 def term_weights(q_terms: set[str], cands: Sequence[Candidate]) -> dict[str, float]:

@@ -26,6 +26,11 @@ from service.index.protocol import Hit
 from service.text.bm25 import term_weights
 
 
+def _indexed_text(h: Hit) -> str:
+    """What a chunk's BM25 vector was made from: its title and its text."""
+    return f"{h.title}\n{h.text}" if h.title else h.text
+
+
 def recover_idf(terms: Sequence[str], hits: Sequence[Hit]) -> dict[str, float]:
     """IDF of each of the query's distinct BM25 `terms`; empty when no hit has a BM25 score
     holding one of them (nothing to recover from: callers weigh terms equally)."""
@@ -35,7 +40,7 @@ def recover_idf(terms: Sequence[str], hits: Sequence[Hit]) -> dict[str, float]:
     for h in hits:
         if SPARSE_KEY not in h.scores:
             continue  # the BM25 list was not run for this hit
-        w = term_weights(f"{h.title}\n{h.text}" if h.title else h.text, terms)
+        w = term_weights(_indexed_text(h), terms)
         row = [w.get(t, 0.0) for t in terms]
         if any(row):
             rows.append(row)
@@ -59,12 +64,13 @@ def max_bm25(idf: dict[str, float], k1: float) -> float:
 def bm25_of_terms(hits: Sequence[Hit], idf: dict[str, float], keep: Sequence[str]) -> float:
     """The best hit's BM25 counting only the terms `keep` (the engine scored all of `idf`'s):
     its raw score less what the other terms contributed, by their recovered IDFs."""
-    others = [t for t in idf if t not in set(keep)]
+    kept = set(keep)
+    others = [t for t in idf if t not in kept]
     best = 0.0
     for h in hits:
         raw = h.scores.get(SPARSE_KEY, 0.0)
         if others and raw > 0:
-            w = term_weights(f"{h.title}\n{h.text}" if h.title else h.text, others)
+            w = term_weights(_indexed_text(h), others)
             raw -= sum(idf[t] * w.get(t, 0.0) for t in others)
         best = max(best, raw)
     return best

@@ -3,6 +3,8 @@ split too, so "enable CORS middleware" finds `CORSMiddleware` and `add_middlewar
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import regex
 
 from service.text import phonetic
@@ -16,7 +18,7 @@ _PARTS = regex.compile(r"\p{Lu}+(?=\p{Lu}\p{Ll})|\p{Lu}?\p{Ll}+|\p{Lu}+|\p{N}+")
 @memo_text
 def match_terms(text: str) -> frozenset[str]:
     """Distinct stemmed terms of `text`, plus the parts of CamelCase identifiers."""
-    parts = [" ".join(_PARTS.findall(m.group())) for m in _CAMEL.finditer(text)]
+    parts = identifier_parts(text)
     return frozenset(bm25_terms(f"{text} {' '.join(parts)}" if parts else text))
 
 
@@ -31,3 +33,13 @@ def spoken(text: str) -> frozenset[str]:
     """The consonant skeleton terms of a text's Latin words and identifier parts
     (`service.text.phonetic`): what a Devanagari spelling of one of them meets."""
     return frozenset(phonetic.doc_terms([*words(text), *identifier_parts(text)]))
+
+
+def held_terms(text: str, keys: Mapping[str, str] | None) -> frozenset[str]:
+    """`match_terms(text)`, and each question term of `keys` (a Devanagari term → its skeleton
+    term: `service.answerability.content_keys`) whose skeleton a Latin word of `text` has."""
+    terms = match_terms(text)
+    if not keys:
+        return terms
+    said = spoken(text)
+    return terms | {t for t, k in keys.items() if k in said}

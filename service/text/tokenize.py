@@ -38,17 +38,13 @@ _hindi = snowballstemmer.stemmer("hindi")
 
 
 @lru_cache(maxsize=200_000)
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
+    """One case-folded word's BM25 stem (Snowball English or Hindi; other scripts as they are)."""
     if _DEVANAGARI.match(word):
         return str(_hindi.stemWord(word))
     if word.isascii():
         return str(_english.stemWord(word))
     return word  # other scripts: exact word forms (no stemmer shipped that we trust)
-
-
-def stem(word: str) -> str:
-    """One case-folded word's BM25 stem (Snowball English or Hindi; other scripts as they are)."""
-    return _stem(word)
 
 
 def words(text: str) -> list[str]:
@@ -63,7 +59,7 @@ def bm25_terms(text: str) -> list[str]:
 
 @memo_text
 def _bm25_terms(text: str) -> tuple[str, ...]:
-    return tuple(_stem(w) for w in words(text) if w not in ENGLISH_STOP and w not in HINDI_STOP)
+    return tuple(stem(w) for w in content_words(text))
 
 
 def script_of(text: str) -> str:
