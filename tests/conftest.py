@@ -17,11 +17,44 @@ import pytest
 from service.config import load_settings
 from service.embed.loader import load_embedder
 from service.runtime import Runtime
+from tests import redis_leaks
 from tests.helpers import ROOT
 from tests.serving import serve
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    redis_leaks.track()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    redis_leaks.now_in(item.nodeid)
+    try:
+        return (yield)
+    finally:
+        redis_leaks.now_in("(between tests)")
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    left = redis_leaks.summary()
+    if left:
+        terminalreporter.section("Redis connections left open (closed at the end of the run)")
+        for line in left:
+            terminalreporter.write_line(line)
+
+
+@pytest.fixture(scope="session", autouse=True)
+async def redis_connections_closed() -> AsyncIterator[None]:
+    """Set up first, torn down last: closes what the run left open, while the loop still
+    runs, and names the test that opened it (`RAGLINE_TEST_STRICT_LEAKS=1`: fail instead)."""
+    yield
+    left = await redis_leaks.close_left_open()
+    if left and redis_leaks.STRICT:
+        pytest.fail("Redis connections left open:\n" + "\n".join(left))
+
 
 ADMIN_URL = os.environ.get(
     "RAGLINE_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"

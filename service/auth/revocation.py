@@ -116,14 +116,14 @@ class AuthWatch:
     async def _listen(self) -> None:
         assert self.redis is not None
         link = self.redis
-        while True:
+        while not link.closed:
             if not link.up or not self.listen:
                 await asyncio.sleep(link.settings.probe_interval_s if not link.up else 0.2)
                 continue
             pubsub = link.client.pubsub()
             try:
                 await pubsub.subscribe(channel(link.prefix))
-                while self.listen:
+                while self.listen and not link.closed:
                     msg = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
                     if msg is not None and msg.get("type") == "message":
                         self._redis_version = as_bytes(msg["data"])

@@ -181,15 +181,16 @@ class RemoteFlights:
             return False
 
     async def _listen(self) -> None:
-        """One subscription per process; it reconnects by itself after Redis comes back."""
-        while True:
+        """One subscription per process; it reconnects by itself after Redis comes back, and
+        ends when the link is closed."""
+        while not self.link.closed:
             if not self.link.up:
                 await asyncio.sleep(self.link.settings.probe_interval_s)
                 continue
             pubsub = self.link.client.pubsub()
             try:
                 await pubsub.subscribe(self.channel)
-                while True:
+                while not self.link.closed:
                     msg = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
                     if msg is not None and msg.get("type") == "message":
                         data = msg["data"]

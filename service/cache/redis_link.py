@@ -50,6 +50,12 @@ class RedisLink:
         return self._up
 
     @property
+    def closed(self) -> bool:
+        """Closed for good: calls are refused and listeners stop, so nothing reconnects (a
+        lazy reconnect after `close` would leave a socket no one closes)."""
+        return self._closed
+
+    @property
     def state(self) -> str:
         """`ok`, or `degraded` while Redis is treated as down."""
         return "ok" if self._up else "degraded"
@@ -65,6 +71,8 @@ class RedisLink:
         self, op: str, fn: Callable[[Redis], Awaitable[T]], *, timeout_ms: float | None = None
     ) -> T:
         """Run one Redis operation under its deadline; raise `RedisUnavailable` on any trouble."""
+        if self._closed:
+            raise RedisUnavailable("redis link is closed")
         if not self._up:
             self.stats.inc("redis_calls", op=op, outcome="skipped")
             raise RedisUnavailable("redis is degraded")
@@ -117,12 +125,17 @@ class RedisLink:
         return self.prefix + ":".join(parts)
 
     async def close(self) -> None:
+        if self._closed:
+            return
         self._closed = True
         if self._probe is not None:
             self._probe.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._probe
-        await self.client.aclose()
+        try:
+            await self.client.aclose()
+        except (TimeoutError, RedisError, OSError) as exc:  # a slow close must not fail shutdown
+            log.debug("redis close: %s", type(exc).__name__)
 
 
 def as_bytes(value: Any) -> bytes | None:

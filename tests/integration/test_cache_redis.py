@@ -24,6 +24,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redis.asyncio import Redis
 
+from service.auth.revocation import AuthWatch
+from service.cache.flights import RemoteFlights
+from service.cache.redis_link import RedisLink, RedisUnavailable
+from service.cache.stats import Stats
 from service.config import CacheSettings, LimitsSettings, TenantLimits
 from service.db.tenants import create_tenant
 from service.identity import Principal
@@ -364,3 +368,32 @@ async def test_a_hung_redis_costs_each_call_its_short_deadline_and_the_service_d
                 assert rt.caching.redis_state() == "ok"
         finally:
             await close_replica(rt)
+
+
+async def test_a_closed_link_refuses_calls_and_its_listeners_end_without_reconnecting() -> None:
+    """Nothing reconnects through a closed link: its pub/sub listeners (shared answers, key
+    revocation) end by themselves and calls are refused, so no socket outlives the replica."""
+
+    link = RedisLink(redis_settings(), Stats())
+    await link.start()
+    flights = RemoteFlights(link)
+    flights.start()
+    pool: Any = None
+    watch = AuthWatch(NoCache(), pool, link)
+    watch._tasks.append(asyncio.create_task(watch._listen()))  # the listener alone (no database)
+    await asyncio.sleep(0.3)  # both subscribed
+    assert flights._listener is not None and not flights._listener.done()
+    await link.close()
+    # neither task is cancelled: each notices the closed link within its one-second wait
+    await asyncio.wait_for(asyncio.gather(flights._listener, *watch._tasks), 3.0)
+    with pytest.raises(RedisUnavailable):
+        await link.call("get", lambda r: r.get(link.key("x")))
+    pools = [link.client.connection_pool]
+    assert all(not c.is_connected for p in pools for c in p._in_use_connections)
+    assert all(not c.is_connected for p in pools for c in p._available_connections)
+    await link.close()  # twice is harmless
+
+
+class NoCache:
+    def clear(self) -> None:
+        pass
