@@ -35,6 +35,9 @@ _DEVANAGARI = regex.compile(r"\p{Devanagari}")
 _CITATION = regex.compile(r"\[\s*([A-Za-z]{0,3}\d+(?:\s*[,;]\s*[A-Za-z]{0,3}\d+)*)\s*\]")
 _LEADING_CITATIONS = regex.compile(r"^((?:\s*\[[^\[\]]*\])+)\s*(.*)$", regex.DOTALL)
 _BOUNDARY = regex.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+|(?<=[।॥])\s*")
+_SHORT_LABEL = regex.compile(r"\(?[\p{Lu}\d]{1,3}[.)]?")
+_INITIAL = regex.compile(r"(?:^|\s)\p{Lu}\.$")
+_CITATION_SEP = regex.compile(r"\s*[,;]\s*")
 _LIST_MARKER = regex.compile(r"^\s*(?:[-*•▪◦]|\(?\d{1,3}[.)]|\(?[a-z][.)])\s+")
 _ABBREVIATIONS = frozenset(
     "e.g i.e etc vs cf al approx dr mr mrs ms prof st jr sr no fig inc ltd co corp dept est "
@@ -169,9 +172,9 @@ def split_sentences(text: str) -> list[str]:
 def _continues(previous: str, piece: str) -> bool:
     """Whether the split after `previous` was false: abbreviation, initial, list number."""
     last = previous.rsplit(maxsplit=1)[-1].rstrip(".").lower()
-    if last in _ABBREVIATIONS or regex.fullmatch(r"\(?[\p{Lu}\d]{1,3}[.)]?", previous):
+    if last in _ABBREVIATIONS or _SHORT_LABEL.fullmatch(previous):
         return True
-    if regex.search(r"(?:^|\s)\p{Lu}\.$", previous):  # an initial, as in "J. K. Rowling"
+    if _INITIAL.search(previous):  # an initial, as in "J. K. Rowling"
         return True
     return piece[:1].islower()
 
@@ -180,7 +183,7 @@ def extract_citations(sentence: str) -> list[str]:
     """Citation ids in order of first use: "[S1, S3] ... [S2][S4]" -> ["S1", "S3", "S2", "S4"]."""
     ids: list[str] = []
     for group in _CITATION.finditer(sentence):
-        for cid in regex.split(r"\s*[,;]\s*", group.group(1)):
+        for cid in _CITATION_SEP.split(group.group(1)):
             if cid not in ids:
                 ids.append(cid)
     return ids
@@ -306,6 +309,30 @@ class GroundednessScorer:
     ) -> GroundednessResult:
         """Support of each answer sentence, the supported share, citation precision and recall."""
         return self.judge(self.evidence(answer, sources, cited_only=cited_only))
+
+    def support(self, answer: str, sources: Mapping[str, str]) -> float:
+        """`score(answer, sources).score` alone, as the service needs it: without an embedder
+        it reads only the passages a sentence cites (all of them for a sentence citing none),
+        where `score` builds every passage for per-source citation checks too."""
+        if self._embed is not None:
+            return self.score(answer, sources).score
+        built: dict[str, _Passage] = {}
+
+        def passage(sid: str) -> _Passage:
+            if sid not in built:
+                built[sid] = _passage(sources[sid], self._window)
+            return built[sid]
+
+        mass = weight = 0.0
+        for text in split_sentences(answer):
+            claim = _Claim(strip_citations(text))
+            if not claim.tokens:  # no content words: makes no claim
+                continue
+            cited = extract_citations(text)
+            scope = [passage(sid) for sid in sources if not cited or sid in cited]
+            p = self.model.probability(_evidence(claim, scope, 0.0))
+            mass, weight = mass + p * len(claim.tokens), weight + len(claim.tokens)
+        return mass / weight if weight else 1.0
 
     def evidence(
         self, answer: str, sources: Mapping[str, str], *, cited_only: bool = True

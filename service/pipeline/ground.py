@@ -81,7 +81,7 @@ class Grounder:
 
     def _run(self, scorer: GroundednessScorer, answer: str, sources: dict[str, str]) -> float:
         try:
-            return round(scorer.score(answer, sources).score, 4)
+            return round(scorer.support(answer, sources), 4)
         finally:
             with self._lock:
                 self._backlog -= 1

@@ -1,11 +1,15 @@
-"""The groundedness scorer reads each source once: passages are memoized, scores unchanged."""
+"""The groundedness scorer reads each source once: passages are memoized, scores unchanged; the
+service's `support` (the score alone, reading only cited passages) is exactly `score().score`."""
 
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from service import grounding
-from service.grounding import GroundednessScorer
+from service.grounding import GroundednessScorer, split_sentences
+from tests.helpers import ROOT
 
 pytestmark = pytest.mark.unit
 
@@ -34,3 +38,39 @@ def test_a_text_too_long_to_memoize_is_read_each_time() -> None:
     grounding._cached_passage.cache_clear()
     GroundednessScorer(None).score("word [S1].", {"S1": long})
     assert grounding._cached_passage.cache_info().currsize == 0
+
+
+# chunk-sized pieces of the sample documentation, English and Hindi
+_DOCS = [p.read_text() for p in sorted((ROOT / "data" / "sample").rglob("*.md"))]
+_CHUNKS = [d[i : i + 1200] for d in _DOCS for i in range(0, min(len(d), 3600), 1200)]
+_SENTENCES = [s for c in _CHUNKS[::3] for s in split_sentences(c)]
+_IDS = ["S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8", "S12"]  # S12: cited, never given
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    first=st.integers(0, len(_CHUNKS) - 8),
+    count=st.integers(1, 8),
+    said=st.lists(
+        st.tuples(
+            st.sampled_from(_SENTENCES) | st.sampled_from(["Yes.", "42 apples [S1]", "—"]),
+            st.lists(st.sampled_from(_IDS), max_size=3),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+)
+def test_support_is_the_score_reading_only_what_is_cited(
+    first: int, count: int, said: list[tuple[str, list[str]]]
+) -> None:
+    sources = {f"S{i + 1}": _CHUNKS[first + i] for i in range(count)}
+    answer = " ".join(f"{s} [{', '.join(c)}]" if c else s for s, c in said)
+    scorer = GroundednessScorer(None)
+    assert scorer.support(answer, sources) == scorer.score(answer, sources).score
+
+
+def test_support_builds_only_the_cited_passages() -> None:
+    grounding._cached_passage.cache_clear()
+    sources = {f"S{i + 1}": chunk for i, chunk in enumerate(_CHUNKS[:8])}
+    GroundednessScorer(None).support(f"{split_sentences(_CHUNKS[1])[0]} [S2]", sources)
+    assert grounding._cached_passage.cache_info().misses == 1

@@ -57,9 +57,9 @@ class BlockedScorer(GroundednessScorer):
         super().__init__(None)
         self.release = threading.Event()
 
-    def score(self, answer: str, sources: Mapping[str, str], *, cited_only: bool = True) -> Any:
+    def support(self, answer: str, sources: Mapping[str, str]) -> Any:
         self.release.wait(10)
-        return super().score(answer, sources, cited_only=cited_only)
+        return super().support(answer, sources)
 
 
 async def test_a_late_or_busy_scorer_leaves_the_score_out() -> None:
