@@ -241,7 +241,8 @@ def search_ask(key: str | None, top_k: int) -> Ask:
     return ask
 
 
-def answer_ask(key: str) -> Ask:
+def answer_ask(key: str, stages: dict[str, list[float]] | None = None) -> Ask:
+    """Asks for a whole answer; `stages` collects the server's own `timings_ms` per stage."""
     headers = {"Authorization": f"Bearer {key}"}
 
     async def ask(http: httpx.AsyncClient, q: str) -> int:
@@ -249,7 +250,11 @@ def answer_ask(key: str) -> Ask:
         resp = await http.post("/v1/answer", json=body, headers=headers)
         if resp.status_code != 200:
             raise RuntimeError(f"HTTP {resp.status_code}: {resp.text[:160]}")
-        return len(resp.json().get("sources", []))
+        data = resp.json()
+        if stages is not None:
+            for stage, ms in (data.get("timings_ms") or {}).items():
+                stages.setdefault(stage, []).append(float(ms))
+        return len(data.get("sources", []))
 
     return ask
 
@@ -475,12 +480,14 @@ async def run(args: argparse.Namespace) -> int:
         report["search"] = await side_by_side(systems, queries, clients, args.requests, args.rounds)
         if args.answers:
             tally = Tally()
+            stages: dict[str, list[float]] = {}
             async with client(rurl, 1) as http:
                 await drive(http, answer_ask(rl.key), queries[:8], 1, Tally())
                 qs = [queries[i % len(queries)] for i in range(args.answers)]
-                await drive(http, answer_ask(rl.key), qs, 1, tally)
+                await drive(http, answer_ask(rl.key, stages), qs, 1, tally)
             report["answer_extractive_1_client"] = {
                 **tally.summary(),
+                "server_stages_ms": {stage: dist(ms) for stage, ms in sorted(stages.items())},
                 "loadavg_1m": round(os.getloadavg()[0], 2),
                 "request": '{"query": claim, "stream": false}; caches off (uncached)',
             }
