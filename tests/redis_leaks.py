@@ -48,7 +48,10 @@ async def close_left_open() -> list[str]:
     ]
     for conn in left:
         _left.append(f"{conn!r} opened during {getattr(conn, '_ragline_opened_by', '?')}")
-        await conn.disconnect(nowait=True)
+        try:
+            await conn.disconnect(nowait=True)
+        except Exception as exc:  # e.g. opened on a loop that has closed: reported all the same
+            _left[-1] += f" (could not close it: {type(exc).__name__})"
     if left:
         await asyncio.sleep(0.05)  # the transports finish closing their sockets
     return list(_left)
