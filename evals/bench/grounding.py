@@ -27,22 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from evals.bench.output import announce, default_out
+from evals.bench.serving_report import dist
 from evals.datasets import SHARED_DATA
-from evals.metrics import percentile
 from service import grounding
 from service.generate.extractive import ExtractiveGenerator
 from service.generate.protocol import Passage
 from service.grounding import GroundednessScorer
-
-
-def _dist(ms: Sequence[float]) -> dict[str, float]:
-    return {
-        "p50": round(percentile(ms, 50), 3),
-        "p95": round(percentile(ms, 95), 3),
-        "p99": round(percentile(ms, 99), 3),
-        "mean": round(sum(ms) / max(1, len(ms)), 3),
-        "n": len(ms),
-    }
 
 
 async def _answer(question: str, sources: dict[str, str]) -> str:
@@ -97,7 +87,7 @@ def measure(
                 t0 = time.perf_counter()
                 fn(answer, sources)
                 took[way].append((time.perf_counter() - t0) * 1000)
-    old, new = _dist(took["score"]), _dist(took["support"])
+    old, new = dist(took["score"], 3), dist(took["support"], 3)
     return {
         "score_ms": old,
         "support_ms": new,

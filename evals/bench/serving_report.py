@@ -10,12 +10,13 @@ from evals.metrics import percentile
 TARGETS = {"p95_ratio_1_client_max": 0.5, "rps_ratio_4_clients_min": 2.0, "answer_p95_ms": 25.0}
 
 
-def dist(ms: Sequence[float]) -> dict[str, float]:
+def dist(ms: Sequence[float], digits: int = 2) -> dict[str, float]:
+    """p50/p95/p99, mean and count of a sample of milliseconds, rounded to `digits`."""
     return {
-        "p50": round(percentile(ms, 50), 2),
-        "p95": round(percentile(ms, 95), 2),
-        "p99": round(percentile(ms, 99), 2),
-        "mean": round(sum(ms) / len(ms), 2) if ms else 0.0,
+        "p50": round(percentile(ms, 50), digits),
+        "p95": round(percentile(ms, 95), digits),
+        "p99": round(percentile(ms, 99), digits),
+        "mean": round(sum(ms) / len(ms), digits) if ms else 0.0,
         "n": len(ms),
     }
 
