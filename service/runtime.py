@@ -133,10 +133,16 @@ class Runtime:
         """Set on SIGTERM: `/readyz` is not ready and new `/v1/` requests get 503."""
         self._monitor: asyncio.Task[None] | None = None
         c, e = settings.cache, settings.embedder
+        # the model queries run on as loaded (`auto` is resolved per machine): cached query
+        # vectors and retrievals of one never serve the other
+        query_model = str(getattr(embedder, "query_model", "none"))
         # caches (L1 + Redis L2), coalescing, idempotency: the shared parts, then each wrapper
         # in front of the part it caches (service/cache/)
         self.caching = Caching(
-            settings, self.db, self.stats, keys=Keys.for_runtime(settings, embedder.name)
+            settings,
+            self.db,
+            self.stats,
+            keys=Keys.for_runtime(settings, embedder.name, query_model),
         )
         self.batcher = MicroBatcher(
             for_queries(embedder),
@@ -150,7 +156,7 @@ class Runtime:
                 inner=self.batcher,
                 cache=self.caching.cache,
                 keys=self.caching.keys,
-                model=f"{e.backend}:{e.model_dir}:{embedder.name}:{e.query_quantization}",
+                model=f"{e.backend}:{e.model_dir}:{embedder.name}:{query_model}",
                 ttl_s=c.embedding_ttl_s,
             )
         self.reranker = reranker

@@ -47,8 +47,12 @@ def digest(*parts: str) -> str:
     return h.hexdigest()[:40]
 
 
-def retrieval_version(settings: Settings, embedder_name: str) -> str:
-    """What retrieval returns depends on these settings and the embedder, and on this code."""
+def retrieval_version(
+    settings: Settings, embedder_name: str, query_model: str | None = None
+) -> str:
+    """What retrieval returns depends on these settings and the embedder, and on this code.
+    `query_model`: the model queries run on as loaded (`auto` resolves per machine); None
+    takes the setting."""
     blob = canonical_json(
         [
             PIPELINE_VERSION,
@@ -58,7 +62,7 @@ def retrieval_version(settings: Settings, embedder_name: str) -> str:
             settings.embedder.model_dir,
             embedder_name,
             # queries on a quantized copy retrieve (slightly) differently
-            settings.embedder.query_quantization,
+            query_model or settings.embedder.query_quantization,
         ]
     )
     return "r" + digest(blob)[:12]
@@ -81,8 +85,10 @@ class Keys:
     answer_version: str
 
     @classmethod
-    def for_runtime(cls, settings: Settings, embedder_name: str) -> Keys:
-        retrieval = retrieval_version(settings, embedder_name)
+    def for_runtime(
+        cls, settings: Settings, embedder_name: str, query_model: str | None = None
+    ) -> Keys:
+        retrieval = retrieval_version(settings, embedder_name, query_model)
         return cls(
             prefix=settings.redis.prefix,
             retrieval_version=retrieval,

@@ -64,8 +64,15 @@ class OnnxEmbedder:
     """Embed with an exported transformer; `load` exports into `onnx_dir` on first use."""
 
     def __init__(
-        self, model_dir: Path, onnx_dir: Path, threads: int = 1, query_model: Path | None = None
+        self,
+        model_dir: Path,
+        onnx_dir: Path,
+        threads: int = 1,
+        query_model: Path | None = None,
+        query_kind: str = "",
     ) -> None:
+        """`query_model`: the quantized copy queries run on (None: the fp32 model), and
+        `query_kind` its kind (`block8`, …), which cache keys carry as `query_model`."""
         onnx_path = onnx_dir / ONNX_FILE
         if not onnx_path.is_file():
             raise FileNotFoundError(f"{onnx_path} missing: build it with load_onnx_embedder")
@@ -104,6 +111,21 @@ class OnnxEmbedder:
             if query_model is not None
             else self._session
         )
+        self.query_model = (query_kind or "quantized") if query_model is not None else "none"
+        """What queries run on: `none` (the fp32 model) or the quantized copy's kind."""
+
+    def query_sessions(self) -> dict[str, Any]:
+        """The fp32 session (`none`) and, if there is one, the quantized copy's (its kind)."""
+        sessions = {"none": self._session}
+        if self._query_session is not self._session:
+            sessions[self.query_model] = self._query_session
+        return sessions
+
+    def keep_query_model(self, kind: str) -> None:
+        """Queries run on `kind`'s session from now on (`none`: the fp32 model; the
+        quantized session is let go)."""
+        self._query_session = self.query_sessions()[kind]
+        self.query_model = kind
 
     def _forward(
         self, texts: Sequence[str], session: Any = None

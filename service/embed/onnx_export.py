@@ -20,7 +20,14 @@ import numpy as np
 
 from service.embed.filelock import file_lock
 from service.embed.onnx import ONNX_FILE, OnnxEmbedder
-from service.embed.quantize import Quantization, quantized_query_model
+from service.embed.quantize import (
+    TIMING_ROUNDS,
+    TIMING_TEXTS,
+    QueryModel,
+    choose_query_model,
+    quantized_query_model,
+    time_sessions,
+)
 
 EXPORT_FORMAT = 1  # bump when the export recipe changes, to invalidate cached exports
 OPSET = 17
@@ -109,15 +116,37 @@ def export_onnx(model_dir: Path, out_dir: Path) -> Path:
 
 
 def load_onnx_embedder(
-    model_dir: Path, onnx_dir: Path, threads: int = 1, quantization: Quantization = "none"
+    model_dir: Path, onnx_dir: Path, threads: int = 1, quantization: QueryModel = "none"
 ) -> OnnxEmbedder:
     """Export (and verify) the model into `onnx_dir` unless a matching export is cached, then
-    load it (queries on a quantized copy unless `quantization` is `none`:
-    service.embed.quantize). Exporting needs torch; serving from a cached export does not
-    import it."""
+    load it (queries on a quantized copy unless `quantization` is `none`; `auto`: `block8` or
+    fp32, whichever is faster on this machine: service.embed.quantize). Exporting needs torch;
+    serving from a cached export does not import it."""
     export_onnx(model_dir, onnx_dir)
+    if quantization == "auto":
+        timed: list[OnnxEmbedder] = []
+
+        def measure(block8: Path) -> dict[str, float]:
+            emb = OnnxEmbedder(
+                model_dir, onnx_dir, threads, query_model=block8, query_kind="block8"
+            )
+            timed.append(emb)
+            texts = TIMING_TEXTS
+
+            def run(session: Any) -> None:
+                for text in texts:
+                    emb._embed([text], session)
+
+            return time_sessions(run, emb.query_sessions(), texts, TIMING_ROUNDS)
+
+        quantization = choose_query_model(onnx_dir, threads, measure)
+        if timed:  # timed just now: keep the sessions already loaded
+            timed[0].keep_query_model(quantization)
+            return timed[0]
     query_model = quantized_query_model(onnx_dir, quantization)
-    return OnnxEmbedder(model_dir, onnx_dir, threads, query_model=query_model)
+    return OnnxEmbedder(
+        model_dir, onnx_dir, threads, query_model=query_model, query_kind=quantization
+    )
 
 
 def _replace_dir(new: Path, target: Path) -> None:

@@ -3,26 +3,41 @@
 Documents are always embedded by the fp32 model, so an index never depends on this setting;
 only query vectors move. Two kinds:
 
-- `block8` (the default): every weight MatMul becomes ONNX Runtime's `MatMulNBits` with 8-bit
-  weights in blocks of 32 along the input and int8 compute (`accuracy_level` 4: activations are
-  quantized per block too, not per tensor). Measured on 600 suite questions, one thread: 5.6
-  vs 8.0 ms per query, cosine to the fp32 vector 0.99968 mean, 0.99946 min.
+- `block8`: every weight MatMul becomes ONNX Runtime's `MatMulNBits` with 8-bit weights in
+  blocks of 32 along the input and int8 compute (`accuracy_level` 4: activations are quantized
+  per block too, not per tensor). Measured on 600 suite questions, one thread, on a CPU with
+  AVX-512: 5.6 vs 8.0 ms per query, cosine to the fp32 vector 0.99968 mean, 0.99946 min. On an
+  AVX2-only CPU (2 GHz EPYC, no VNNI) the same kernel took 40 vs 23 ms: slower than fp32.
 - `dynamic8`: `quantize_dynamic` (int8 weights per output channel, activations per tensor):
   4.0 ms, but cosine 0.994 mean, 0.989 min — enough to move one suite's nDCG@10 by 0.011
   (README, issue #18), so never the default.
+
+`auto` (the default) takes whichever of `block8` and fp32 is faster on this machine: timed once
+per CPU, ONNX Runtime version, thread count and model file (`choose_query_model`), the choice
+kept next to the exports so later starts read it instead of timing again.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
+import os
+import platform
 import shutil
+import statistics
 import tempfile
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from service.embed.filelock import file_lock
 from service.embed.onnx import ONNX_FILE
 
 Quantization = Literal["none", "block8", "dynamic8"]
+QueryModel = Literal["auto", "none", "block8", "dynamic8"]
+"""`embedder.query_quantization`: a kind, or `auto` (the faster of `block8` and fp32 here)."""
 BLOCK = 32
 """Weights (and, at accuracy level 4, activations) per quantization block of `block8`."""
 
@@ -80,3 +95,111 @@ def _dynamic8(source: Path, target: Path) -> None:
         per_channel=True,
         op_types_to_quantize=["MatMul"],
     )
+
+
+log = logging.getLogger("ragline.embed")
+
+CHOICE_FILE = "query-model.json"
+CHOICE_FORMAT = 1
+AUTO_MARGIN = 0.9
+"""`auto` takes `block8` only when it costs under this share of fp32's time: fp32 is the
+reference (documents are embedded by it), so a copy must pay for itself."""
+TIMING_ROUNDS = 5
+# typical questions, English, Hindi and Hinglish, short to medium
+TIMING_TEXTS: tuple[str, ...] = (
+    "How do I reset my password?",
+    "ALDH1 expression is associated with poorer prognosis for breast cancer primary tumors.",
+    "What is the refund policy for annual plans and can I get a partial refund?",
+    "मेरा पासवर्ड कैसे बदलें?",
+    "mera password kaise reset karein?",
+    "Kubernetes pods restart when the liveness probe fails three times in a row.",
+)
+
+
+def cpu_fingerprint() -> str:
+    """The CPU as the kernels see it: architecture, model name and instruction-set flags."""
+    model, flags = platform.processor(), ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            key, _, value = line.partition(":")
+            key = key.strip()
+            if key == "model name" and not model:
+                model = value.strip()
+            elif key in ("flags", "Features"):
+                flags = value.strip()
+                break
+    except OSError:
+        pass
+    return f"{platform.machine()}|{model}|{hashlib.sha256(flags.encode()).hexdigest()[:16]}"
+
+
+def _choice_key(onnx_dir: Path, threads: int) -> dict[str, Any]:
+    import onnxruntime as ort  # noqa: PLC0415
+
+    source = (onnx_dir / ONNX_FILE).stat()
+    return {
+        "format": CHOICE_FORMAT,
+        "cpu": cpu_fingerprint(),
+        "onnxruntime": ort.__version__,
+        "threads": threads,
+        "source": f"{source.st_size}:{source.st_mtime_ns}",
+        "block": BLOCK,
+    }
+
+
+def time_sessions(
+    run: Callable[[Any], object], sessions: dict[str, Any], texts: Sequence[str], rounds: int
+) -> dict[str, float]:
+    """Median ms per text of each session over `rounds` alternating rounds (one warm-up each):
+    `run(session)` embeds `texts` one at a time on it."""
+    for session in sessions.values():
+        run(session)
+    per_round: dict[str, list[float]] = {name: [] for name in sessions}
+    names = list(sessions)
+    for r in range(rounds):
+        for name in names if r % 2 == 0 else reversed(names):
+            started = time.perf_counter()
+            run(sessions[name])
+            per_round[name].append((time.perf_counter() - started) * 1000 / len(texts))
+    return {name: statistics.median(ms) for name, ms in per_round.items()}
+
+
+def pick(ms: dict[str, float]) -> Quantization:
+    """`block8` if it costs under `AUTO_MARGIN` of fp32's time, else fp32 (`none`)."""
+    return "block8" if ms["block8"] < AUTO_MARGIN * ms["none"] else "none"
+
+
+def choose_query_model(
+    onnx_dir: Path, threads: int, measure: Callable[[Path], dict[str, float]]
+) -> Quantization:
+    """`auto`: the faster query model on this machine, read from `<onnx_dir>/../query-model.json`
+    when it was timed for this CPU, ONNX Runtime, thread count and export; otherwise
+    `measure(block8 model path)` times both (ms per query, keys `block8` and `none`) and the
+    choice is kept. Timing happens once per machine, not at every start."""
+    key = _choice_key(onnx_dir, threads)
+    record = onnx_dir.parent / CHOICE_FILE
+    try:
+        kept = json.loads(record.read_text(encoding="utf-8"))
+        if kept.get("key") == key and kept.get("choice") in ("block8", "none"):
+            return "block8" if kept["choice"] == "block8" else "none"
+    except (OSError, ValueError, AttributeError):
+        pass
+    block8 = quantized_query_model(onnx_dir, "block8")
+    assert block8 is not None
+    ms = measure(block8)
+    choice = pick(ms)
+    log.info(
+        "query model: %s (timed on this CPU: block8 %.1f ms, fp32 %.1f ms per query)",
+        choice,
+        ms["block8"],
+        ms["none"],
+        extra={"event": "query_model_chosen", "choice": choice},
+    )
+    body = {"key": key, "choice": choice, "ms_per_query": ms, "measured_at": time.time()}
+    tmp = record.with_name(f".{record.name}.{os.getpid()}")
+    try:
+        tmp.write_text(json.dumps(body, indent=1), encoding="utf-8")
+        tmp.replace(record)
+    except OSError as exc:  # a read-only state dir: choose again next start
+        log.warning("could not keep the query model choice in %s: %s", record, exc)
+    return choice

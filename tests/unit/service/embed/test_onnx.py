@@ -155,3 +155,43 @@ def test_queries_on_a_quantized_copy_stay_close_and_documents_stay_fp32(
     np.testing.assert_array_equal(got, want)
     for a, b in zip(got_units, want_units, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_auto_times_both_query_models_once_per_machine_and_keeps_the_faster(
+    onnx_dir: Path, embedder: OnnxEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from service.embed import quantize  # noqa: PLC0415
+
+    record = onnx_dir.parent / quantize.CHOICE_FILE
+    record.unlink(missing_ok=True)
+    timings: list[dict[str, float]] = []
+    real = quantize.time_sessions
+
+    def timed(*args: object, **kw: object) -> dict[str, float]:
+        ms = real(*args, **kw)  # type: ignore[arg-type]
+        timings.append(ms)
+        return ms
+
+    monkeypatch.setattr(onnx_export, "time_sessions", timed)
+    first = onnx_export.load_onnx_embedder(packaged_model_dir(), onnx_dir, 1, "auto")
+    assert len(timings) == 1 and set(timings[0]) == {"block8", "none"}
+    ms = timings[0]
+    assert all(v > 0 for v in ms.values())
+    assert first.query_model == quantize.pick(ms)
+    kept = json.loads(record.read_text())
+    assert kept["choice"] == first.query_model and kept["ms_per_query"] == ms
+    # queries really run on the chosen model: fp32's own vectors, or block8's (not fp32's)
+    exact = embedder.embed(ENGLISH)
+    got = first.embed_queries(ENGLISH)
+    assert np.array_equal(got, exact) == (first.query_model == "none")
+    # the next start reads the choice instead of timing again
+    again = onnx_export.load_onnx_embedder(packaged_model_dir(), onnx_dir, 1, "auto")
+    assert len(timings) == 1 and again.query_model == first.query_model
+    np.testing.assert_array_equal(again.embed_queries(ENGLISH), got)
+    # another thread count (or CPU, runtime, export) is timed afresh
+    onnx_export.load_onnx_embedder(packaged_model_dir(), onnx_dir, 2, "auto")
+    assert len(timings) == 2
+    # a record that cannot be read is timed again, not trusted
+    record.write_text("{not json")
+    onnx_export.load_onnx_embedder(packaged_model_dir(), onnx_dir, 1, "auto")
+    assert len(timings) == 3 and json.loads(record.read_text())["key"]["threads"] == 1
