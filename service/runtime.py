@@ -149,6 +149,8 @@ class Runtime:
             max_batch=e.max_batch,
             max_wait_ms=e.max_wait_ms,
             workers=query_workers(e),
+            # a lone query's wide session (`embedder.lone_query_threads`), made at load
+            alone=getattr(embedder, "lone", None),
         )
         query_embedder: QueryEmbedder = self.batcher
         if c.enabled:

@@ -217,6 +217,9 @@ class EmbedderSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     fp32 time on a CPU with AVX-512 but ~1.7x on an AVX2-only one; `auto`: `block8` or fp32,
     whichever is faster here (timed once per machine); `dynamic8`: ~0.5x–0.75x, cosine ~0.99
     (one suite -0.011); `none`: fp32."""
+    lone_query_threads: NonNegative = 0
+    """`onnx`: intra-op threads of a query embedded while no other runs (its own session of
+    the query model); 0: the cores this process may use; 1 (or `threads`): off."""
     workers: NonNegative = 0
     """Query embeddings that may run at once (each a call of `threads` threads on the one
     model); 0: one per `threads` cores. One left the embedder a single busy core."""

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from service.config import Settings
+from service.config.sections import EmbedderSettings
 from service.embed.onnx_export import load_onnx_embedder
 from service.embed.protocol import Embedder, packaged_model_dir
 
@@ -20,9 +22,22 @@ def load_embedder(settings: Settings, *, queries: bool = True) -> Embedder:
 
         return SentenceTransformerEmbedder(model_dir, threads=e.threads)
     onnx_dir = settings.state_dir / "models" / "onnx"
-    return load_onnx_embedder(
+    embedder = load_onnx_embedder(
         model_dir,
         onnx_dir,
         threads=e.threads,
         quantization=e.query_quantization if queries else "none",
     )
+    if queries:
+        embedder.lone = embedder.lone_queries(lone_query_threads(e))
+    return embedder
+
+
+def lone_query_threads(e: EmbedderSettings) -> int:
+    """`embedder.lone_query_threads`, or (0) the cores this process may use."""
+    if e.lone_query_threads:
+        return e.lone_query_threads
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity on this platform
+        return os.cpu_count() or 1

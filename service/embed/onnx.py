@@ -90,18 +90,12 @@ class OnnxEmbedder:
         self._tokenizer.enable_truncation(max_length=self.max_tokens)
         self._tokenizer.enable_padding(pad_id=pad["pad_id"], pad_token=pad["pad_token"])
 
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = threads
-        opts.inter_op_num_threads = 1
-        opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        # Idle pool threads sleep instead of spinning: on a shared, busy CPU spinning doubled
-        # 2-thread query latency (measured 42 vs 24 ms p50 at load 14 on 2 cores).
-        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        opts = _session_options(threads)
         self._session = ort.InferenceSession(
             str(onnx_path), sess_options=opts, providers=["CPUExecutionProvider"]
         )
         self._inputs = [i.name for i in self._session.get_inputs()]
+        self._paths = {"none": onnx_path, "quantized": query_model or onnx_path}
         # Queries (`embed`) may run on an int8 copy (`service.embed.quantize`); documents
         # (`embed_spans`, what indexing stores) always run on the fp32 model.
         self._query_session = (
@@ -113,6 +107,8 @@ class OnnxEmbedder:
         )
         self.query_model = (query_kind or "quantized") if query_model is not None else "none"
         """What queries run on: `none` (the fp32 model) or the quantized copy's kind."""
+        self.lone: Embedder | None = None
+        """A lone query's embedder (`lone_queries`), set by the loader when serving."""
 
     def query_sessions(self) -> dict[str, Any]:
         """The fp32 session (`none`) and, if there is one, the quantized copy's (its kind)."""
@@ -120,6 +116,18 @@ class OnnxEmbedder:
         if self._query_session is not self._session:
             sessions[self.query_model] = self._query_session
         return sessions
+
+    def lone_queries(self, threads: int) -> Embedder | None:
+        """Queries on their own session of `threads` intra-op threads (the same query model):
+        for a query that runs alone, while the other cores would idle. None if `threads` is not
+        more than this embedder's."""
+        if threads <= self.threads:
+            return None
+        path = self._paths["none" if self.query_model == "none" else "quantized"]
+        session = ort.InferenceSession(
+            str(path), sess_options=_session_options(threads), providers=["CPUExecutionProvider"]
+        )
+        return _Queries(self, session)
 
     def keep_query_model(self, kind: str) -> None:
         """Queries run on `kind`'s session from now on (`none`: the fp32 model; the
@@ -178,14 +186,30 @@ class OnnxEmbedder:
         return [len(e.ids) for e in self._counter.encode_batch(list(texts))]
 
 
-class _Queries:
-    """An `OnnxEmbedder` whose `embed` runs on its query model."""
+def _session_options(threads: int) -> Any:
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    # Idle pool threads sleep instead of spinning: on a shared, busy CPU spinning doubled
+    # 2-thread query latency (measured 42 vs 24 ms p50 at load 14 on 2 cores).
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return opts
 
-    def __init__(self, inner: OnnxEmbedder) -> None:
+
+class _Queries:
+    """An `OnnxEmbedder` whose `embed` runs on its query model (or on `session`, the same
+    model with more threads: `lone_queries`)."""
+
+    def __init__(self, inner: OnnxEmbedder, session: Any = None) -> None:
         self.inner = inner
+        self.session = session
         self.name, self.dim, self.max_tokens = inner.name, inner.dim, inner.max_tokens
 
     def embed(self, texts: Sequence[str]) -> Vectors:
+        if self.session is not None:
+            return self.inner._embed(texts, self.session)
         return self.inner.embed_queries(texts)
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:

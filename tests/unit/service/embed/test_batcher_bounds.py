@@ -22,8 +22,10 @@ class Recording(HashEmbedder):
         super().__init__(dim=8)
         self.sizes: list[int] = []
         self.gate = gate
+        self.started = threading.Event()
 
     def embed(self, texts: Sequence[str]) -> Vectors:
+        self.started.set()
         if self.gate is not None:
             self.gate.wait(5)
         self.sizes.append(len(texts))
@@ -143,3 +145,35 @@ async def test_a_call_cancelled_before_it_ran_gives_its_worker_back() -> None:
     vec = await asyncio.wait_for(batcher.embed("again"), 2)
     await batcher.close()
     np.testing.assert_allclose(vec, HashEmbedder(dim=8).embed(["again"])[0], atol=1e-6)
+
+
+async def test_a_lone_query_takes_the_wide_embedder_and_overlapping_ones_the_narrow() -> None:
+    gate = threading.Event()
+    narrow, wide = Recording(), Recording(gate)
+    batcher = MicroBatcher(narrow, max_batch=1, max_wait_ms=0, workers=2, alone=wide)
+    # alone: the wide session, and the same vector the narrow one gives
+    gate.set()
+    alone = await batcher.embed("lone")
+    assert (wide.sizes, narrow.sizes, batcher.lone_calls) == ([1], [], 1)
+    np.testing.assert_allclose(alone, HashEmbedder(dim=8).embed(["lone"])[0], atol=1e-6)
+    # one call in flight on the wide session: a query arriving meanwhile takes the narrow one
+    gate.clear()
+    wide.started.clear()
+    first = asyncio.ensure_future(batcher.embed("first"))
+    assert await asyncio.to_thread(wide.started.wait, 5)
+    assert batcher.lone_calls == 2
+    second = await asyncio.wait_for(batcher.embed("second"), 5)
+    assert narrow.sizes == [1] and not first.done()
+    gate.set()
+    await first
+    await batcher.close()
+    np.testing.assert_allclose(second, HashEmbedder(dim=8).embed(["second"])[0], atol=1e-6)
+    assert wide.sizes == [1, 1]
+
+
+async def test_without_a_wide_embedder_every_call_takes_the_one_given() -> None:
+    emb = Recording()
+    batcher = MicroBatcher(emb, max_wait_ms=0)
+    await batcher.embed("q")
+    await batcher.close()
+    assert emb.sizes == [1] and batcher.lone_calls == 0

@@ -195,3 +195,12 @@ def test_auto_times_both_query_models_once_per_machine_and_keeps_the_faster(
     record.write_text("{not json")
     onnx_export.load_onnx_embedder(packaged_model_dir(), onnx_dir, 1, "auto")
     assert len(timings) == 3 and json.loads(record.read_text())["key"]["threads"] == 1
+
+
+def test_a_lone_query_session_gives_the_query_models_vectors(
+    onnx_dir: Path, embedder: OnnxEmbedder
+) -> None:
+    assert embedder.lone_queries(embedder.threads) is None  # no more threads: no session
+    wide = embedder.lone_queries(embedder.threads + 1)
+    assert wide is not None
+    np.testing.assert_allclose(wide.embed(TEXTS), for_queries(embedder).embed(TEXTS), atol=1e-5)
