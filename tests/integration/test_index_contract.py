@@ -497,7 +497,16 @@ SMALL_THRESHOLDS = HnswSpec(full_scan_threshold_kb=10, indexing_threshold_kb=100
 BIG_QUERIES = [" ".join(VOCAB[i : i + 3]) for i in range(0, 60, 10)]
 
 
-@pytest.mark.parametrize("backend", ["edge", "qdrant-local"])
+@pytest.mark.parametrize(
+    "backend",
+    [
+        "edge",
+        # qdrant-client's local mode has no graph (a brute-force scan), so no threshold to pass:
+        # this size costs it ~2 min of the default suite (128 s on a 2 GHz EPYC) and proves no
+        # more than the smaller isolation tests above; it runs with `pytest -m slow`
+        pytest.param("qdrant-local", marks=pytest.mark.slow),
+    ],
+)
 async def test_isolation_holds_past_the_full_scan_threshold(backend: str, tmp_path: Path) -> None:
     """With tenant A's search walking its own HNSW graph, tenant B's writes leave A's ids, order
     and scores unchanged. An optimizer pass that rebuilds the segments afterwards re-sums BM25 in
