@@ -95,7 +95,8 @@ class OnnxEmbedder:
             str(onnx_path), sess_options=opts, providers=["CPUExecutionProvider"]
         )
         self._inputs = [i.name for i in self._session.get_inputs()]
-        self._paths = {"none": onnx_path, "quantized": query_model or onnx_path}
+        self._onnx_path = onnx_path
+        self._query_path = query_model or onnx_path  # the model file queries run on
         # Queries (`embed`) may run on an int8 copy (`service.embed.quantize`); documents
         # (`embed_spans`, what indexing stores) always run on the fp32 model.
         self._query_session = (
@@ -123,9 +124,10 @@ class OnnxEmbedder:
         more than this embedder's."""
         if threads <= self.threads:
             return None
-        path = self._paths["none" if self.query_model == "none" else "quantized"]
         session = ort.InferenceSession(
-            str(path), sess_options=_session_options(threads), providers=["CPUExecutionProvider"]
+            str(self._query_path),
+            sess_options=_session_options(threads),
+            providers=["CPUExecutionProvider"],
         )
         return _Queries(self, session)
 
@@ -134,6 +136,8 @@ class OnnxEmbedder:
         quantized session is let go)."""
         self._query_session = self.query_sessions()[kind]
         self.query_model = kind
+        if kind == "none":
+            self._query_path = self._onnx_path
 
     def _forward(
         self, texts: Sequence[str], session: Any = None

@@ -131,13 +131,12 @@ def load_onnx_embedder(
                 model_dir, onnx_dir, threads, query_model=block8, query_kind="block8"
             )
             timed.append(emb)
-            texts = TIMING_TEXTS
 
             def run(session: Any) -> None:
-                for text in texts:
+                for text in TIMING_TEXTS:
                     emb._embed([text], session)
 
-            return time_sessions(run, emb.query_sessions(), texts, TIMING_ROUNDS)
+            return time_sessions(run, emb.query_sessions(), TIMING_TEXTS, TIMING_ROUNDS)
 
         quantization = choose_query_model(onnx_dir, threads, measure)
         if timed:  # timed just now: keep the sessions already loaded

@@ -184,6 +184,10 @@ def test_auto_times_both_query_models_once_per_machine_and_keeps_the_faster(
     exact = embedder.embed(ENGLISH)
     got = first.embed_queries(ENGLISH)
     assert np.array_equal(got, exact) == (first.query_model == "none")
+    # a lone query's wide session runs the chosen model too, not the one that lost
+    wide = first.lone_queries(2)
+    assert wide is not None
+    np.testing.assert_allclose(wide.embed(ENGLISH), got, atol=1e-5)
     # the next start reads the choice instead of timing again
     again = onnx_export.load_onnx_embedder(packaged_model_dir(), onnx_dir, 1, "auto")
     assert len(timings) == 1 and again.query_model == first.query_model
