@@ -31,6 +31,7 @@ from service.cache.retrieval import CachingRetriever
 from service.cache.shared import Caching
 from service.cache.stats import Stats
 from service.config import ConfigError, EmbedderSettings, Settings
+from service.config.machine import usable_cores
 from service.db.health import Database
 from service.db.pool import embedded_restarter, open_pool
 from service.embed.batcher import MicroBatcher
@@ -61,7 +62,7 @@ WARM_UP_TENANT = "_warm-up"
 
 def query_workers(e: EmbedderSettings) -> int:
     """Query embedder calls at once: `embedder.workers`, or one per `threads` cores."""
-    return e.workers or max(1, (os.cpu_count() or 1) // e.threads)
+    return e.workers or max(1, usable_cores() // e.threads)
 
 
 def limit_native_threads(threads: int) -> None:
@@ -218,7 +219,7 @@ class Runtime:
         await asyncio.to_thread(Path(settings.state_dir).mkdir, parents=True, exist_ok=True)
         emb_task: asyncio.Future[Any] | None = None
         if embedder is None:
-            emb_task = asyncio.ensure_future(asyncio.to_thread(load_embedder, settings))
+            emb_task = asyncio.ensure_future(asyncio.to_thread(load_embedder, settings, lone=True))
         pool = await open_pool(settings)
         try:
             if emb_task is not None:

@@ -93,7 +93,7 @@ def settings(pg_url: str, state_dir: Path) -> Any:
 
 @pytest.fixture(scope="session")
 def embedder(settings: Any) -> Any:
-    return load_embedder(settings)
+    return load_embedder(settings, lone=True)  # as Runtime.open loads it for serving
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
@@ -23,6 +22,7 @@ import msgspec
 
 from service.cache.stats import Stats
 from service.config import AdmissionSettings, ConfigError
+from service.config.machine import usable_cores
 from service.errors import Overloaded
 
 INTERACTIVE = "interactive"
@@ -41,14 +41,6 @@ class ClassLimits(msgspec.Struct, frozen=True, kw_only=True):
 
 CPU_BOUND_SLOTS_PER_CORE = 4
 MODEL_SERVER_SLOTS = 64
-
-
-def usable_cores() -> int:
-    """Cores this process may run on (its CPU affinity, e.g. a pinned container), not the host's."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def slot_counts(settings: AdmissionSettings, *, cpu_bound: bool) -> tuple[int, int]:

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from service.config import Settings
+from service.config.machine import usable_cores
 from service.config.sections import EmbedderSettings
 from service.embed.onnx_export import load_onnx_embedder
 from service.embed.protocol import Embedder, packaged_model_dir
 
 
-def load_embedder(settings: Settings, *, queries: bool = True) -> Embedder:
+def load_embedder(settings: Settings, *, queries: bool = True, lone: bool = False) -> Embedder:
     """The configured embedder; `queries=False` (indexing: documents only) skips the quantized
-    query model (`embedder.query_quantization`), so it is neither made nor loaded."""
+    query model (`embedder.query_quantization`), so it is neither made nor loaded. `lone=True`
+    (a serving runtime, whose micro-batcher uses it) also makes a lone query's wide session
+    (`embedder.lone_query_threads`): tools that embed in bulk never pay its load or memory."""
     e = settings.embedder
     model_dir = Path(e.model_dir) if e.model_dir else packaged_model_dir()
     if e.backend == "torch":
@@ -28,16 +30,11 @@ def load_embedder(settings: Settings, *, queries: bool = True) -> Embedder:
         threads=e.threads,
         quantization=e.query_quantization if queries else "none",
     )
-    if queries:
+    if queries and lone:
         embedder.lone = embedder.lone_queries(lone_query_threads(e))
     return embedder
 
 
 def lone_query_threads(e: EmbedderSettings) -> int:
     """`embedder.lone_query_threads`, or (0) the cores this process may use."""
-    if e.lone_query_threads:
-        return e.lone_query_threads
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # no affinity on this platform
-        return os.cpu_count() or 1
+    return e.lone_query_threads or usable_cores()

@@ -208,3 +208,23 @@ def test_a_lone_query_session_gives_the_query_models_vectors(
     wide = embedder.lone_queries(embedder.threads + 1)
     assert wide is not None
     np.testing.assert_allclose(wide.embed(TEXTS), for_queries(embedder).embed(TEXTS), atol=1e-5)
+
+
+def test_only_a_serving_load_makes_the_lone_query_session(onnx_dir: Path) -> None:
+    from service.config import load_settings  # noqa: PLC0415
+    from service.embed.loader import load_embedder  # noqa: PLC0415
+
+    settings = load_settings(
+        environ={
+            "RAGLINE_STORAGE_STATE_DIR": str(onnx_dir.parent.parent),
+            "RAGLINE_EMBEDDER_QUERY_QUANTIZATION": "none",
+            "RAGLINE_EMBEDDER_LONE_QUERY_THREADS": "2",
+        }
+    )
+    tool = load_embedder(settings)  # an eval or bench tool: no second session
+    assert isinstance(tool, OnnxEmbedder) and tool.lone is None
+    served = load_embedder(settings, lone=True)  # Runtime.open
+    assert isinstance(served, OnnxEmbedder) and served.lone is not None
+    np.testing.assert_allclose(served.lone.embed(ENGLISH), tool.embed_queries(ENGLISH), atol=1e-5)
+    documents = load_embedder(settings, queries=False, lone=True)  # indexing never serves queries
+    assert isinstance(documents, OnnxEmbedder) and documents.lone is None
