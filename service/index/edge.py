@@ -26,9 +26,11 @@ import msgspec
 import qdrant_edge as qe
 
 from service.errors import UpstreamError
-from service.index.edge_points import rank_unread, with_payloads
+from service.index.edge_points import rank_union, rank_unread, with_payloads
+from service.index.edge_union import rescored_union
 from service.index.engine_fusion import (
     ENGINE_FUSIONS,
+    is_hybrid,
     list_copies,
     needs_bm25_list,
     query_per_term_weights,
@@ -111,15 +113,22 @@ def _condition(c: Condition) -> Any:
 
 
 def _tenant_acl_filter(
-    tenant_id: str, identities: frozenset[str], extra: FilterSpec | None = None
+    tenant_id: str,
+    identities: frozenset[str],
+    extra: FilterSpec | None = None,
+    ids: set[str] | None = None,
 ) -> Any:
-    """Tenant, ACL and metadata conditions: one pre-filter inside the engine's search."""
+    """Tenant, ACL and metadata conditions: one pre-filter inside the engine's search (`ids`:
+    and only these points)."""
     must: list[Any] = [
         qe.FieldCondition(key="tenant_id", match=qe.MatchValue(tenant_id)),
         qe.FieldCondition(key="acl", match=qe.MatchAny(sorted(identities))),
     ]
     if extra is not None:
         must.extend(_condition(c) for c in extra.conditions)
+    if ids is not None:
+        point_ids: set[Any] = set(ids)
+        must.append(qe.HasIdCondition(point_ids))
     return qe.Filter(must=must)
 
 
@@ -380,12 +389,25 @@ class EdgeIndex:
     def _search_sync(self, q: SearchQuery) -> list[Hit]:
         flt = _tenant_acl_filter(q.tenant_id, q.identities, q.filter)
         corpus = _tenant_acl_filter(q.tenant_id, q.identities)
-        requests = search_requests(q, flt, corpus, acorn=self._acorn, with_payload=False)
-        if not requests:
+        union = q.fusion not in ENGINE_FUSIONS and is_hybrid(q)  # each search once: edge_union
+        requests = (
+            [] if union else search_requests(q, flt, corpus, acorn=self._acorn, with_payload=False)
+        )
+        if not union and not requests:
             return []
         with self._rw.read():  # the search and its payloads see the same index
-            results = self._shard.query_batch(qe.QueryBatchRequest(requests))
-            hits = rank_unread(q, results)
+            if union:
+                lists = rescored_union(
+                    self._shard,
+                    q,
+                    flt=flt,
+                    only=lambda ids: _tenant_acl_filter(q.tenant_id, q.identities, q.filter, ids),
+                    dense_params=DENSE_FILTERED if self._acorn else None,
+                    sparse_params=search_params(q, corpus),
+                )
+                hits = rank_union(q, lists)
+            else:
+                hits = rank_unread(q, self._shard.query_batch(qe.QueryBatchRequest(requests)))
             records = self._shard.retrieve([h.id for h in hits], True, False) if hits else []
         return with_payloads(q.dense, hits, records)
 

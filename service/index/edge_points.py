@@ -43,6 +43,11 @@ def rank_unread(q: SearchQuery, results: Sequence[Any]) -> list[Hit]:
     return rank_points(q, unread, _dense_of)
 
 
+def rank_union(q: SearchQuery, lists: Sequence[Any]) -> list[Hit]:
+    """The top `q.limit` bare hits of `edge_union`'s two lists (ids already strings)."""
+    return rank_points(q, lists, _dense_of)
+
+
 def with_payloads(dense: Any, hits: list[Hit], records: Sequence[Any]) -> list[Hit]:
     """`hits` with their payloads (fields, metadata, sentence scores) from the engine's
     `records`, in the hits' order."""

@@ -1,0 +1,84 @@
+"""A hybrid search's two rescored lists, with each retriever's search run once.
+
+A Python fusion needs the union of the dense and the BM25 top `prefetch` scored by both: its
+cosine and its BM25. Asked as two rescoring requests, each with both prefetches, the engine ran
+every prefetch twice (2,411-chunk SciFact subset, 150 claims: 2.4 ms p50 for that batch, 1.2 ms
+for the two searches alone). Here the two searches run once, then only the points one of them
+did not find are scored by the other, under a filter of their ids on top of the tenant/ACL
+filter (BM25 keeps the principal's IDF corpus): 1.6 ms p50 for the same lists, point for point
+and score for score (`tests/integration/test_index_contract.py`). Both lists come back best
+first, equal scores by id, so no order depends on where points sit in the segments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import qdrant_edge as qe
+
+from service.index.protocol import SearchQuery
+from service.index.schema import DENSE, SPARSE
+
+
+class Scored:
+    """A point of a rescored list: its id (a string), score, and no payload or vector yet."""
+
+    __slots__ = ("id", "payload", "score", "vector")
+
+    def __init__(self, pid: str, score: float) -> None:
+        self.id, self.score = pid, score
+        self.payload: Any = None
+        self.vector: Any = None
+
+
+EXACT = qe.SearchParams(exact=True)
+
+
+def rescored_union(
+    shard: Any,
+    q: SearchQuery,
+    *,
+    flt: Any,
+    only: Callable[[set[str]], Any],
+    dense_params: Any,
+    sparse_params: Any,
+) -> list[list[Scored]]:
+    """[the union by cosine, the union's points with a BM25 score by BM25] of a hybrid search
+    `q` (both vectors); `only(ids)` is the pre-filter `flt` narrowed to those point ids."""
+    assert q.dense is not None and q.sparse is not None
+    dense = qe.Query.Nearest(list(q.dense), using=DENSE)
+    sparse = qe.Query.Nearest(qe.SparseVector(q.sparse.indices, q.sparse.values), using=SPARSE)
+    prefetch = q.prefetch
+    found = shard.query_batch(
+        qe.QueryBatchRequest(
+            [
+                qe.QueryRequest(limit=prefetch, query=dense, filter=flt, params=dense_params),
+                qe.QueryRequest(limit=prefetch, query=sparse, filter=flt, params=sparse_params),
+            ]
+        )
+    )
+    cosines = {str(p.id): p.score for p in found[0]}
+    bm25 = {str(p.id): p.score for p in found[1]}
+    no_cosine = bm25.keys() - cosines.keys()
+    no_bm25 = cosines.keys() - bm25.keys()
+    rest: list[tuple[dict[str, float], Any]] = []
+    if no_cosine:
+        request = qe.QueryRequest(
+            limit=len(no_cosine), query=dense, filter=only(no_cosine), params=EXACT
+        )
+        rest.append((cosines, request))
+    if no_bm25:
+        request = qe.QueryRequest(
+            limit=len(no_bm25), query=sparse, filter=only(no_bm25), params=sparse_params
+        )
+        rest.append((bm25, request))
+    if rest:
+        more = shard.query_batch(qe.QueryBatchRequest([r for _, r in rest]))
+        for (scores, _), points in zip(rest, more, strict=True):
+            scores.update((str(p.id), p.score) for p in points)
+    return [_best_first(cosines), _best_first(bm25)]
+
+
+def _best_first(scores: dict[str, float]) -> list[Scored]:
+    return [Scored(pid, s) for pid, s in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))]
