@@ -15,6 +15,7 @@ import contextlib
 import datetime as dt
 import hashlib
 import json
+import logging
 import os
 import platform
 import shutil
@@ -429,6 +430,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 async def run(args: argparse.Namespace) -> int:
+    # the in-process stall probe sets up Ragline's logging at INFO, after which httpx logged a
+    # line per request: client work inside every timed request of both servers
+    for name in ("httpx", "httpcore"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     state: Path = args.state_dir.resolve()
     logs = state / "logs"
     logs.mkdir(parents=True, exist_ok=True)
