@@ -116,7 +116,7 @@ def _tenant_acl_filter(
     tenant_id: str,
     identities: frozenset[str],
     extra: FilterSpec | None = None,
-    ids: set[str] | None = None,
+    ids: set[Any] | None = None,
 ) -> Any:
     """Tenant, ACL and metadata conditions: one pre-filter inside the engine's search (`ids`:
     and only these points)."""
@@ -127,8 +127,7 @@ def _tenant_acl_filter(
     if extra is not None:
         must.extend(_condition(c) for c in extra.conditions)
     if ids is not None:
-        point_ids: set[Any] = set(ids)
-        must.append(qe.HasIdCondition(point_ids))
+        must.append(qe.HasIdCondition(ids))
     return qe.Filter(must=must)
 
 
@@ -390,11 +389,10 @@ class EdgeIndex:
         flt = _tenant_acl_filter(q.tenant_id, q.identities, q.filter)
         corpus = _tenant_acl_filter(q.tenant_id, q.identities)
         union = q.fusion not in ENGINE_FUSIONS and is_hybrid(q)  # each search once: edge_union
-        requests = (
-            [] if union else search_requests(q, flt, corpus, acorn=self._acorn, with_payload=False)
-        )
-        if not union and not requests:
-            return []
+        if not union:
+            requests = search_requests(q, flt, corpus, acorn=self._acorn, with_payload=False)
+            if not requests:
+                return []
         with self._rw.read():  # the search and its payloads see the same index
             if union:
                 lists = rescored_union(

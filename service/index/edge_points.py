@@ -27,19 +27,19 @@ def hits_from_results(q: SearchQuery, results: list[Any]) -> list[Hit]:
     return hits_from_lists(q, results, _dense_of)
 
 
-class _Unread:
-    """A scored point whose payload is read later."""
+class Unread:
+    """A scored point (its id as a string) whose payload is read later."""
 
     __slots__ = ("id", "payload", "score", "vector")
 
-    def __init__(self, pid: str, score: float, vector: Any) -> None:
+    def __init__(self, pid: str, score: float, vector: Any = None) -> None:
         self.id, self.score, self.vector = pid, score, vector
         self.payload = None
 
 
 def rank_unread(q: SearchQuery, results: Sequence[Any]) -> list[Hit]:
     """The top `q.limit` bare hits of points returned without payloads."""
-    unread = [[_Unread(str(p.id), p.score, p.vector) for p in r] for r in results]
+    unread = [[Unread(str(p.id), p.score, p.vector) for p in r] for r in results]
     return rank_points(q, unread, _dense_of)
 
 

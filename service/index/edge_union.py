@@ -6,7 +6,7 @@ every prefetch twice (2,411-chunk SciFact subset, 150 claims: 2.4 ms p50 for tha
 for the two searches alone). Here the two searches run once, then only the points one of them
 did not find are scored by the other, under a filter of their ids on top of the tenant/ACL
 filter (BM25 keeps the principal's IDF corpus): 1.6 ms p50 for the same lists, point for point
-and score for score (`tests/integration/test_index_contract.py`). Both lists come back best
+and score for score (`tests/integration/test_edge_union.py`). Both lists come back best
 first, equal scores by id, so no order depends on where points sit in the segments.
 """
 
@@ -17,20 +17,9 @@ from typing import Any
 
 import qdrant_edge as qe
 
+from service.index.edge_points import Unread
 from service.index.protocol import SearchQuery
 from service.index.schema import DENSE, SPARSE
-
-
-class Scored:
-    """A point of a rescored list: its id (a string), score, and no payload or vector yet."""
-
-    __slots__ = ("id", "payload", "score", "vector")
-
-    def __init__(self, pid: str, score: float) -> None:
-        self.id, self.score = pid, score
-        self.payload: Any = None
-        self.vector: Any = None
-
 
 EXACT = qe.SearchParams(exact=True)
 
@@ -40,21 +29,20 @@ def rescored_union(
     q: SearchQuery,
     *,
     flt: Any,
-    only: Callable[[set[str]], Any],
+    only: Callable[[set[Any]], Any],
     dense_params: Any,
     sparse_params: Any,
-) -> list[list[Scored]]:
+) -> list[list[Unread]]:
     """[the union by cosine, the union's points with a BM25 score by BM25] of a hybrid search
     `q` (both vectors); `only(ids)` is the pre-filter `flt` narrowed to those point ids."""
     assert q.dense is not None and q.sparse is not None
     dense = qe.Query.Nearest(list(q.dense), using=DENSE)
     sparse = qe.Query.Nearest(qe.SparseVector(q.sparse.indices, q.sparse.values), using=SPARSE)
-    prefetch = q.prefetch
     found = shard.query_batch(
         qe.QueryBatchRequest(
             [
-                qe.QueryRequest(limit=prefetch, query=dense, filter=flt, params=dense_params),
-                qe.QueryRequest(limit=prefetch, query=sparse, filter=flt, params=sparse_params),
+                qe.QueryRequest(limit=q.prefetch, query=dense, filter=flt, params=dense_params),
+                qe.QueryRequest(limit=q.prefetch, query=sparse, filter=flt, params=sparse_params),
             ]
         )
     )
@@ -80,5 +68,5 @@ def rescored_union(
     return [_best_first(cosines), _best_first(bm25)]
 
 
-def _best_first(scores: dict[str, float]) -> list[Scored]:
-    return [Scored(pid, s) for pid, s in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))]
+def _best_first(scores: dict[str, float]) -> list[Unread]:
+    return [Unread(pid, s) for pid, s in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))]
