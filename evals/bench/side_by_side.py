@@ -293,6 +293,30 @@ def lag_summary(before: dict[float, float], after: dict[float, float]) -> dict[s
     }
 
 
+def cpu_times(stat: str | None = None) -> tuple[int, int] | None:
+    """(steal, total) CPU ticks since boot from `/proc/stat`'s `cpu` line (`stat`: its text), or
+    None where there is none (not Linux)."""
+    if stat is None:
+        try:
+            stat = Path("/proc/stat").read_text(encoding="ascii")
+        except OSError:
+            return None
+    fields = stat.splitlines()[0].split()
+    if not fields or fields[0] != "cpu" or len(fields) < 9:
+        return None
+    ticks = [int(x) for x in fields[1:]]
+    # user nice system idle iowait irq softirq steal [guest guest_nice: already in user/nice]
+    return ticks[7], sum(ticks[:8])
+
+
+def steal_share(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
+    """The share of CPU time the hypervisor gave to others between two `cpu_times()`: a host
+    slowing down under a level's figures, which the load average does not show."""
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    return round((after[0] - before[0]) / (after[1] - before[1]), 4)
+
+
 def client(url: str, clients: int) -> httpx.AsyncClient:
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     return httpx.AsyncClient(base_url=url, timeout=30, limits=limits)
@@ -310,6 +334,7 @@ async def side_by_side(
     for c in clients:
         tallies = {n: Tally() for n in names}
         per_round = max(1, requests // rounds)
+        cpu_before = cpu_times()
         async with contextlib.AsyncExitStack() as stack:
             https = {n: await stack.enter_async_context(client(systems[n][0], c)) for n in names}
             for n in names:  # warm-up: connections, first requests
@@ -329,6 +354,7 @@ async def side_by_side(
         if lag:
             level["ragline"]["event_loop_lag"] = lag_summary({}, lag)
         level["loadavg_1m"] = round(os.getloadavg()[0], 2)
+        level["cpu_steal_share"] = steal_share(cpu_before, cpu_times())
         if len(names) == 2 and all(tallies[n].ms for n in names):
             a, b = (level[n] for n in names)
             tag = f"{names[0]}_over_{names[1]}"
@@ -486,6 +512,7 @@ async def run(args: argparse.Namespace) -> int:
         if args.answers:
             tally = Tally()
             stages: dict[str, list[float]] = {}
+            cpu_before = cpu_times()
             async with client(rurl, 1) as http:
                 await drive(http, answer_ask(rl.key), queries[:8], 1, Tally())
                 qs = [queries[i % len(queries)] for i in range(args.answers)]
@@ -494,6 +521,7 @@ async def run(args: argparse.Namespace) -> int:
                 **tally.summary(),
                 "server_stages_ms": {stage: dist(ms) for stage, ms in sorted(stages.items())},
                 "loadavg_1m": round(os.getloadavg()[0], 2),
+                "cpu_steal_share": steal_share(cpu_before, cpu_times()),
                 "request": '{"query": claim, "stream": false}; caches off (uncached)',
             }
             print(f"[answer] {json.dumps(report['answer_extractive_1_client'])}", flush=True)

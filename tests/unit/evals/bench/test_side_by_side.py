@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from evals.bench.side_by_side import corpus_slice, digest, lag_summary, verdict
+from evals.bench.side_by_side import (
+    corpus_slice,
+    cpu_times,
+    digest,
+    lag_summary,
+    steal_share,
+    verdict,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -43,3 +50,15 @@ def test_both_servers_index_the_same_first_documents(tmp_path: Path) -> None:
     out = corpus_slice(src, 3, tmp_path / "slice")
     assert [json.loads(line)["_id"] for line in out.read_text().splitlines()] == ["0", "1", "2"]
     assert digest(src, 3) != digest(src, 0)  # another slice is another index
+
+
+def test_steal_share_is_the_hypervisors_part_of_the_cpu_time_between_two_readings() -> None:
+    # user nice system idle iowait irq softirq steal guest guest_nice
+    before = cpu_times("cpu  1000 0 200 8000 50 0 10 40 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n")
+    after = cpu_times("cpu  1300 0 260 8400 50 0 10 240 0 0\n")
+    assert before == (40, 9300)
+    assert after == (240, 10260)
+    assert steal_share(before, after) == round(200 / 960, 4)
+    assert steal_share(None, after) is None  # not Linux: no figure, not zero
+    assert steal_share(after, after) is None
+    assert cpu_times("intr 1 2 3\n") is None
