@@ -32,12 +32,13 @@ from service.cache.shared import Caching
 from service.cache.stats import Stats
 from service.config import ConfigError, EmbedderSettings, Settings
 from service.config.machine import usable_cores
-from service.db.health import OUTAGE_ERRORS, Database
+from service.db.health import Database
 from service.db.keys import KEY_PREFIX, PLATFORM_PREFIX, grant_for_key
 from service.db.pool import embedded_restarter, open_pool
 from service.embed.batcher import MicroBatcher
 from service.embed.loader import load_embedder
 from service.embed.protocol import Embedder, for_queries
+from service.errors import UpstreamError
 from service.generate.extractive import ExtractiveGenerator
 from service.generate.factory import CPU_GENERATORS, open_router
 from service.generate.protocol import Passage
@@ -270,7 +271,7 @@ class Runtime:
         ):
             pass
         if await self.db.probe():
-            await warm_key_lookups(self.pool, self.db.timeout_s)
+            await warm_key_lookups(self.db)
         return time.perf_counter() - t0
 
     def watch_database(self, restart: Callable[[], None] | None = None) -> None:
@@ -299,24 +300,19 @@ class Runtime:
         await self.pool.close()
 
 
-async def warm_key_lookups(pool: asyncpg.Pool, timeout_s: float) -> None:
+async def warm_key_lookups(db: Database) -> None:
     """Prepare the key lookups' statements on the pool's idle connections. asyncpg prepares a
     statement on a connection's first use of it (1.4-2.6 ms against 0.2-0.3 ms after, on the
     bench's PostgreSQL), which every server's first request paid in its key lookup. Nothing is
     cached: no key hashes to the digests looked up (the key cache is not touched), and every
     request after the key cache's TTL looks its key up again, as before."""
-    conns: list[Any] = []
-    try:
-        async with asyncio.timeout(timeout_s):
-            for _ in range(max(1, pool.get_idle_size())):
-                conns.append(await pool.acquire())
+    # an outage is marked and watched by `db` like any other; the warm-up only saves time
+    with contextlib.suppress(UpstreamError):
+        async with contextlib.AsyncExitStack() as held:
+            conns = [
+                await held.enter_async_context(db.acquire())
+                for _ in range(max(1, db.pool.get_idle_size()))
+            ]
             for conn in conns:
                 for key in WARM_UP_KEYS:
                     await grant_for_key(conn, key)
-    except OUTAGE_ERRORS:  # the database's watcher reports it; the warm-up only saves time
-        for conn in conns:
-            conn.terminate()  # never reset a connection against a server that may hang
-    finally:
-        for conn in conns:
-            with contextlib.suppress(*OUTAGE_ERRORS):
-                await pool.release(conn)

@@ -7,6 +7,7 @@ from typing import Any
 import asyncpg
 import pytest
 
+from service.db.health import Database
 from service.db.pool import open_pool
 from service.identity import Principal
 from service.pipeline.budget import Budget
@@ -51,7 +52,7 @@ async def test_warm_up_prepares_the_key_lookups_on_the_pool(
     fresh = await open_pool(settings, run_migrations=False)
     try:
         assert "FROM api_keys" not in await _prepared(fresh)  # a new pool has not
-        monkeypatch.setattr(runtime, "pool", fresh)
+        monkeypatch.setattr(runtime.db, "pool", fresh)
         await runtime.warm_up()
         statements = await _prepared(fresh)
     finally:
@@ -62,9 +63,15 @@ async def test_warm_up_prepares_the_key_lookups_on_the_pool(
 
 async def test_key_lookup_warm_up_gives_up_quietly_on_a_closed_pool(settings: Any) -> None:
     """A pool that cannot hand out a connection (InterfaceError, one of the outage errors)
-    ends the key-lookup warm-up without an error: it only saves time, never stops a start."""
+    ends the key-lookup warm-up without an error: it only saves time, never stops a start. The
+    outage is recorded as any request's would be."""
     dead = await open_pool(settings, run_migrations=False)
     await dead.close()
     with pytest.raises(asyncpg.InterfaceError):
         await dead.acquire()
-    await warm_key_lookups(dead, 0.5)  # returns: the pool is closed (InterfaceError)
+    db = Database(dead, timeout_ms=500)
+    try:
+        await warm_key_lookups(db)  # returns: the pool is closed (InterfaceError)
+        assert db.up is False
+    finally:
+        await db.close()
