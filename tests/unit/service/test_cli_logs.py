@@ -31,7 +31,7 @@ def test_cli_commands_log_through_the_redacting_handler(
         return args
 
     monkeypatch.setattr(parser, "parse_args", parse)
-    monkeypatch.setattr(cli, "build_parser", lambda: parser)
+    monkeypatch.setattr(cli, "build_parser", lambda argv=None: parser)
     root = logging.getLogger()
     before = list(root.handlers)
     try:
