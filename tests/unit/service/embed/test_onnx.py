@@ -122,6 +122,35 @@ def test_changed_weights_trigger_export(
     assert not list(tmp_path.glob(".onnx.tmp-*"))
 
 
+def test_the_weights_digest_is_hashed_once_per_weights_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    weights = model / "model.safetensors"
+    weights.write_bytes(b"weights, first")
+    memo = tmp_path / "state" / "weights.json"
+    hashed: list[Path] = []
+    real = onnx_export.weights_sha256
+
+    def counted(model_dir: Path) -> str:
+        hashed.append(model_dir)
+        return real(model_dir)
+
+    monkeypatch.setattr(onnx_export, "weights_sha256", counted)
+    first = onnx_export.known_weights_sha256(model, memo)
+    assert first == real(model) and len(hashed) == 1
+    assert onnx_export.known_weights_sha256(model, memo) == first and len(hashed) == 1
+    weights.write_bytes(b"weights, changed")  # another size and mtime
+    changed = onnx_export.known_weights_sha256(model, memo)
+    assert changed == real(model) != first and len(hashed) == 2
+    memo.write_text("{not json")  # a damaged memo only costs the hash
+    assert onnx_export.known_weights_sha256(model, memo) == changed and len(hashed) == 3
+    readonly = tmp_path / "file-not-dir" / "weights.json"
+    readonly.parent.write_text("")  # the memo cannot be written
+    assert onnx_export.known_weights_sha256(model, readonly) == changed
+
+
 @pytest.mark.parametrize(
     ("kind", "min_cos", "mean_cos"),
     # measured on these texts: block8 0.9993 min (one word piece "ok"), dynamic8 0.962
