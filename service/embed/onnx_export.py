@@ -86,11 +86,14 @@ def known_weights_sha256(model_dir: Path, memo: Path) -> str:
     except (OSError, ValueError, AttributeError):
         pass
     digest = weights_sha256(model_dir)
-    with contextlib.suppress(OSError):
+    tmp = memo.with_name(f".{memo.name}.{os.getpid()}")
+    try:
         memo.parent.mkdir(parents=True, exist_ok=True)
-        tmp = memo.with_name(f".{memo.name}.{os.getpid()}")
         tmp.write_text(json.dumps({"stamp": stamp, "sha256": digest}) + "\n", encoding="utf-8")
         os.replace(tmp, memo)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
     return digest
 
 

@@ -149,6 +149,10 @@ def test_the_weights_digest_is_hashed_once_per_weights_file(
     readonly = tmp_path / "file-not-dir" / "weights.json"
     readonly.parent.write_text("")  # the memo cannot be written
     assert onnx_export.known_weights_sha256(model, readonly) == changed
+    taken = tmp_path / "taken"
+    taken.mkdir()  # a directory where the memo would go: replacing it fails
+    assert onnx_export.known_weights_sha256(model, taken) == changed
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".taken")] == []
 
 
 @pytest.mark.parametrize(
