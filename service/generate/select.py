@@ -8,6 +8,10 @@ singles out the answer counts most. A strong prior favours the passage the ranki
 a small one early sentences. Selection is greedy: half of a sentence's score is what it adds
 over the terms already covered; it stops as soon as the question is covered instead of padding
 to the limit. The constants were chosen on the dev halves (CLAPnq F1, XQuAD-en containment).
+
+A chosen sentence that carries on from the one before it ("And then you can set cookies in that
+*temporary* response object.", "It was built in 1889.") is quoted with that one, just before it:
+alone it points at something the answer never says.
 """
 
 from __future__ import annotations
@@ -17,10 +21,11 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 import msgspec
+import regex
 
 from service.generate.protocol import Passage
 from service.index.protocol import NO_SCORE
-from service.text.markdown import units
+from service.text.markdown import is_block, units
 from service.text.terms import held_terms
 
 PASSAGE_PRIOR = 0.6
@@ -41,6 +46,20 @@ SIM_FLOOR = 0.3
 """Cosines below this add nothing (an unrelated sentence still has a small positive one)."""
 SIM_ALONE = 0.6
 """A sentence sharing no question term is a candidate when its cosine is at least this."""
+
+
+CARRIES_ON = regex.compile(
+    r"^\W*(?:and|but|so|then|also|next|afterwards|after that|finally|in (?:this|that) case"
+    r"|this|that|these|those|here|it|its|they|their|them|he|she|his|her"
+    r"|और|फिर|इसके|इसे|इससे|इसमें|इसलिए|यह|ये|वह|वे|उसके|उसे|उनके)(?!\w)",
+    regex.IGNORECASE,
+)
+"""A sentence opening with a connective or a pronoun that refers back (English, Hindi)."""
+
+
+def carries_on(sentence: str) -> bool:
+    """A prose sentence that leans on the one before it."""
+    return not is_block(sentence) and CARRIES_ON.match(sentence) is not None
 
 
 class Candidate(msgspec.Struct, kw_only=True):
@@ -133,4 +152,24 @@ def select(
         after.add((pick.rank, pick.pos + 1))
         if sum(weights[t] for t in covered) / total >= COVERED:
             break
-    return [(c.text, c.source) for c in chosen]
+    return [(c.text, c.source) for c in with_antecedents(chosen, cands)]
+
+
+def with_antecedents(chosen: Sequence[Candidate], cands: Sequence[Candidate]) -> list[Candidate]:
+    """`chosen`, each sentence that `carries_on` preceded by the prose sentence before it in its
+    passage (once, unless chosen itself)."""
+    at = {(c.rank, c.pos): c for c in cands}
+    seen = {(c.rank, c.pos) for c in chosen}
+    out: list[Candidate] = []
+    for c in chosen:
+        before = at.get((c.rank, c.pos - 1))
+        if (
+            before is not None
+            and (before.rank, before.pos) not in seen
+            and not is_block(before.text)
+            and carries_on(c.text)
+        ):
+            out.append(before)
+            seen.add((before.rank, before.pos))
+        out.append(c)
+    return out

@@ -137,3 +137,57 @@ def test_a_devanagari_question_finds_the_sentence_that_writes_its_word_in_latin(
     )
     picked = pick_sentences("मिडलवेयर कैसे काम करता है?", [page], limit=3)
     assert [s for s, _ in picked] == ["आप app में एक middleware जोड़ सकते हैं, जो हर request पर चलता है।"]
+
+
+def test_a_sentence_that_carries_on_comes_with_the_one_before_it() -> None:
+    text = (
+        "Cookies are small pieces of data. "
+        "You can declare a parameter of type Response in your path operation function. "
+        "And then you can set cookies in that temporary response object. "
+        "And then you can return any object you need."
+    )
+    picked = pick_sentences("How do I set a cookie?", [Passage(id="S1", title="", text=text)], 3)
+    assert picked == [
+        ("You can declare a parameter of type Response in your path operation function.", "S1"),
+        ("And then you can set cookies in that temporary response object.", "S1"),
+    ]
+
+
+def test_no_antecedent_from_a_block_another_passage_or_twice() -> None:
+    code = "```python\nresponse.set_cookie('a', 'b')\n```"
+    passages = [
+        Passage(
+            id="S1", title="", text=f"A cookie is set. It lasts.\n\n{code}\n\nThen it is sent."
+        ),
+        Passage(id="S2", title="", text="It is sent with the response."),
+    ]
+    cands = select.candidates(passages)
+    assert [c.text for c in cands] == [
+        "A cookie is set.",
+        "It lasts.",
+        code,
+        "Then it is sent.",
+        "It is sent with the response.",
+    ]
+    after_block, first_of_s2 = cands[3], cands[4]
+    assert select.with_antecedents([after_block, first_of_s2], cands) == [after_block, first_of_s2]
+    both = select.with_antecedents([cands[1], cands[0]], cands)  # already chosen: not twice
+    assert [c.text for c in both] == ["It lasts.", "A cookie is set."]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "carries"),
+    [
+        ("And then you can set cookies.", True),
+        ("It was built in 1889.", True),
+        ("This function runs later.", True),
+        ("Italy is a country.", False),
+        ("Thistles grow here.", False),
+        ("फिर सर्वर चलाएँ।", True),
+        ("इसके बाद सर्वर चलाएँ।", True),
+        ("इस्तेमाल करें।", False),
+        ("* It is a list item\n* and another", False),
+    ],
+)
+def test_which_sentences_carry_on(sentence: str, carries: bool) -> None:
+    assert select.carries_on(sentence) is carries
