@@ -370,8 +370,10 @@ def requests_for(generator: str, clients: int, asked: int) -> int:
 
 
 def stop_embedded_postgres(state: Path) -> None:
-    """pgserver keeps the embedded PostgreSQL running for later runs; the benchmark stops it."""
-    if os.environ.get("RAGLINE_DATABASE_URL") or not (state / "pg").exists():
+    """pgserver keeps the embedded PostgreSQL running for later runs; the benchmark stops it.
+    Not when it has stopped already (the last server using it exited): `pg_ctl stop` would fail
+    and pgserver log that failure as an ERROR at the end of a good run."""
+    if os.environ.get("RAGLINE_DATABASE_URL") or not (state / "pg" / "postmaster.pid").exists():
         return
     # the embedded PostgreSQL's tools: only when the run used one
     from pgserver._commands import pg_ctl  # type: ignore[attr-defined]  # noqa: PLC0415
