@@ -12,11 +12,17 @@ _ABBREV = re.compile(r"\b(?:e\.g|i\.e|etc|vs|Dr|Mr|Mrs|Ms|Prof|St|Fig|al|approx|
 _ABBREV_TAIL = len("approx.") + 1
 """The longest abbreviation and the character before it: `_ABBREV` can only match there (a
 search from that position still sees the character before it for `\\b`)."""
-_BOUNDARY = re.compile(r"(?<=[.!?।॥])[\"')\]]*\s+|\n\s*\n|(?<=[।॥])")
+_INITIAL = re.compile(r"(?:^|[\s.(\"'])[A-Z]\.$")
+"""A single capital and a period: an initial ("William E. Simon", "J. R. R. Tolkien", "U.S.
+Army"), not a sentence's end. (A sentence that ends in one, "vitamin D.", runs on into the next:
+rarer than a name cut in two.)"""
+_BOUNDARY = re.compile(r"(?<=[.!?।॥])\s+|(?<=[.!?।॥][\"')\]])\s+|\n\s*\n|(?<=[।॥])")
+"""After a sentence's end, or after the quote or bracket that closes it (which stays with it)."""
 
 
 def split_sentences(text: str) -> list[str]:
-    """Split into sentences; keeps abbreviations and decimals (3.14) inside their sentence."""
+    """Split into sentences; keeps abbreviations, initials and decimals (3.14) inside their
+    sentence."""
     return list(_split(text))
 
 
@@ -29,7 +35,9 @@ def _split(text: str) -> tuple[str, ...]:
         if not piece:
             continue
         buf = f"{buf} {piece}" if buf else piece
-        if buf[-1] == "." and _ABBREV.search(buf, len(buf) - _ABBREV_TAIL):
+        if buf[-1] == "." and (
+            _ABBREV.search(buf, len(buf) - _ABBREV_TAIL) or _INITIAL.search(buf, len(buf) - 3)
+        ):
             continue
         parts.append(buf)
         buf = ""

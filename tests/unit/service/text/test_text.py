@@ -75,3 +75,24 @@ def test_memoized_text_functions_hand_out_copies_and_skip_long_texts() -> None:
     long = "Sentence one is here. " * (MAX_CHARS // 10)
     assert len(long) > MAX_CHARS
     assert len(split_sentences(long)) == MAX_CHARS // 10
+
+
+def test_initials_stay_inside_their_sentence() -> None:
+    text = (
+        "Nixon named William E. Simon as the first Administrator. The U.S. Army left. "
+        "J. R. R. Tolkien wrote it. E. coli grows."
+    )
+    assert split_sentences(text) == [
+        "Nixon named William E. Simon as the first Administrator.",
+        "The U.S. Army left.",
+        "J. R. R. Tolkien wrote it.",
+        "E. coli grows.",
+    ]
+
+
+def test_a_closing_quote_or_bracket_stays_with_its_sentence() -> None:
+    assert split_sentences('He said "Stop." Then he left (quietly.) The end.') == [
+        'He said "Stop."',
+        "Then he left (quietly.)",
+        "The end.",
+    ]
