@@ -88,6 +88,12 @@ def test_initials_stay_inside_their_sentence() -> None:
         "J. R. R. Tolkien wrote it.",
         "E. coli grows.",
     ]
+    assert split_sentences(
+        "Strains Y. p. orientalis were found in 1795 (Vol. 1). Jr. Gen. Lee left."
+    ) == [
+        "Strains Y. p. orientalis were found in 1795 (Vol. 1).",
+        "Jr. Gen. Lee left.",
+    ]
 
 
 def test_a_closing_quote_or_bracket_stays_with_its_sentence() -> None:
