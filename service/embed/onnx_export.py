@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from service.embed.filelock import file_lock
+from service.embed.kept import keep, kept
 from service.embed.onnx import ONNX_FILE, OnnxEmbedder
 from service.embed.quantize import (
     TIMING_ROUNDS,
@@ -77,23 +78,15 @@ def known_weights_sha256(model_dir: Path, memo: Path) -> str:
     (same path, device, inode, size and modification time, as `make` and git's index judge a
     file): hashing 90 MB took ~95 ms of every `ragline serve` start (2 cores). A memo that
     cannot be read or written only costs the hash."""
-    st = _weights_file(model_dir).stat()
-    stamp = [str(_weights_file(model_dir)), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
-    try:
-        known = json.loads(memo.read_text(encoding="utf-8"))
-        if known.get("stamp") == stamp and isinstance(known.get("sha256"), str):
-            return str(known["sha256"])
-    except (OSError, ValueError, AttributeError):
-        pass
+    weights = _weights_file(model_dir)
+    st = weights.stat()
+    stamp = [str(weights), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
+    known = kept(memo, stamp)
+    if known is not None and isinstance(known.get("sha256"), str):
+        return str(known["sha256"])
     digest = weights_sha256(model_dir)
-    tmp = memo.with_name(f".{memo.name}.{os.getpid()}")
-    try:
-        memo.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps({"stamp": stamp, "sha256": digest}) + "\n", encoding="utf-8")
-        os.replace(tmp, memo)
-    except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        keep(memo, {"key": stamp, "sha256": digest})
     return digest
 
 

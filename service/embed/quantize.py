@@ -20,9 +20,7 @@ kept next to the exports so later starts read it instead of timing again.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
-import os
 import platform
 import shutil
 import statistics
@@ -33,6 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from service.embed.filelock import file_lock
+from service.embed.kept import keep, kept
 from service.embed.onnx import ONNX_FILE
 
 Quantization = Literal["none", "block8", "dynamic8"]
@@ -178,12 +177,9 @@ def choose_query_model(
     choice is kept. Timing happens once per machine, not at every start."""
     key = _choice_key(onnx_dir, threads)
     record = onnx_dir.parent / CHOICE_FILE
-    try:
-        kept = json.loads(record.read_text(encoding="utf-8"))
-        if kept.get("key") == key and kept.get("choice") in ("block8", "none"):
-            return "block8" if kept["choice"] == "block8" else "none"
-    except (OSError, ValueError, AttributeError):
-        pass
+    known = kept(record, key)
+    if known is not None and known.get("choice") in ("block8", "none"):
+        return "block8" if known["choice"] == "block8" else "none"
     block8 = quantized_query_model(onnx_dir, "block8")
     assert block8 is not None
     ms = measure(block8)
@@ -196,10 +192,8 @@ def choose_query_model(
         extra={"event": "query_model_chosen", "choice": choice},
     )
     body = {"key": key, "choice": choice, "ms_per_query": ms, "measured_at": time.time()}
-    tmp = record.with_name(f".{record.name}.{os.getpid()}")
     try:
-        tmp.write_text(json.dumps(body, indent=1), encoding="utf-8")
-        tmp.replace(record)
+        keep(record, body)
     except OSError as exc:  # a read-only state dir: choose again next start
         log.warning("could not keep the query model choice in %s: %s", record, exc)
     return choice
