@@ -1,8 +1,13 @@
-"""Markdown clean-up at indexing time: template directives that are not content.
+"""Markdown clean-up at indexing time: template directives and markup that are not content.
 
 MkDocs sites (FastAPI's among them) include code examples with `{* ../../docs_src/x.py hl[3] *}`
 placeholders; the included code is not in the page, and the directive itself is noise to search
-and to an answer, so it is removed before chunking.
+and to an answer, so it is removed before chunking. So is the markup a page uses for layout:
+the lines that open and close an admonition block (`/// tip | Tip` … `///`, pymdownx.blocks),
+HTML comments, and HTML tags in prose (`<div class="termy">`, `<details markdown="1">`,
+`<img src=…>`; an inline tag such as `<abbr title="…">CORS</abbr>` keeps its text, a link
+`<a href="u">text</a>` becomes `[text](u)`). Code is never touched: fenced blocks and inline code
+spans keep their text as written (an HTML template example stays one).
 """
 
 from __future__ import annotations
@@ -13,15 +18,85 @@ from service.text.sentences import split_sentences
 
 _INCLUDE = regex.compile(r"\{\*[^\n]*?\*\}")
 _SNIPPET = regex.compile(r"^[ \t]*--8<--[^\n]*$", regex.MULTILINE)  # pymdownx.snippets
+_FENCE = regex.compile(r"^\s*(`{3,}|~{3,})")
+
+
+_ADMONITION = regex.compile(r"^[ \t]*/{3,}(?:[ \t].*)?$")  # `/// note | Title`, `///`, `////`
+_COMMENT = regex.compile(r"<!--.*?-->", regex.DOTALL)
+_HTML_TAGS = (
+    "a abbr b big blockquote br button center cite code dd del details dfn div dl dt em figcaption"
+    " figure font h1 h2 h3 h4 h5 h6 hr i iframe img input ins kbd label li mark ol p picture pre q"
+    " s samp section small source span strike strong sub summary sup table tbody td tfoot th thead"
+    " tr tt u ul var video"
+)
+_TAG = regex.compile(rf"</?(?:{'|'.join(_HTML_TAGS.split())})(?:\s[^<>]*)?/?>", regex.IGNORECASE)
+_ANCHOR = regex.compile(
+    r"<a\s[^<>]*?href\s*=\s*[\"']([^\"'<>]+)[\"'][^<>]*>([^<>]*)</a>", regex.IGNORECASE
+)
+_SKIPPED = regex.compile(r"<(script|style)\b[^>]*>.*?</\1\s*>", regex.IGNORECASE | regex.DOTALL)
+_CODE_SPAN = regex.compile(r"(`+)(?:(?!\1).)+?\1")
+
+
+def _prose_markup(line: str) -> str:
+    """One line of prose without HTML tags; inline code spans as written."""
+    out, at = [], 0
+    for span in _CODE_SPAN.finditer(line):
+        out.append(_strip_tags(line[at : span.start()]))
+        out.append(span.group(0))
+        at = span.end()
+    out.append(_strip_tags(line[at:]))
+    return "".join(out)
+
+
+def _strip_tags(text: str) -> str:
+    text = _ANCHOR.sub(
+        lambda m: f"[{m.group(2).strip()}]({m.group(1)})" if m.group(2).strip() else "", text
+    )
+    return _TAG.sub(_tag_text, text)
+
+
+def _tag_text(m: regex.Match[str]) -> str:
+    """What a tag leaves: a code tag its backtick, a line break a space, others nothing."""
+    name = m.group(0).lstrip("</").split(None, 1)[0].rstrip("/>").lower()
+    return "`" if name == "code" else " " if name == "br" else ""
 
 
 def strip_directives(text: str) -> str:
-    """`text` without MkDocs include directives (`{* path *}`, `--8<-- "file"`)."""
+    """`text` without MkDocs include directives (`{* path *}`, `--8<-- "file"`), admonition
+    fences, HTML comments and HTML tags outside code (see the module's docstring)."""
     text = _INCLUDE.sub("", text)
-    return _SNIPPET.sub("", text)
+    text = _SNIPPET.sub("", text)
+    out: list[str] = []
+    fence = ""
+    prose: list[str] = []
+
+    def flush() -> None:
+        if prose:
+            joined = _SKIPPED.sub("", _COMMENT.sub("", "\n".join(prose)))
+            for line in joined.split("\n"):
+                cleaned = _prose_markup(line)
+                # a line that held only markup goes (a blank line keeps the blocks apart)
+                out.append("" if cleaned.strip() == "" and line.strip() else cleaned.rstrip())
+            prose.clear()
+
+    for line in text.split("\n"):
+        opening = _FENCE.match(line)
+        if fence:
+            out.append(line)
+            if line.strip().startswith(fence):
+                fence = ""
+        elif opening:
+            flush()
+            fence = opening.group(1)[0] * len(opening.group(1))
+            out.append(line)
+        elif _ADMONITION.match(line):
+            prose.append("")
+        else:
+            prose.append(line)
+    flush()
+    return "\n".join(out)
 
 
-_FENCE = regex.compile(r"^\s*(`{3,}|~{3,})")
 _LIST_ITEM = regex.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+\S")
 _TABLE_ROW = regex.compile(r"^\s*\|")
 

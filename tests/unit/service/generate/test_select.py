@@ -65,6 +65,30 @@ def test_mkdocs_include_directives_are_removed() -> None:
     assert strip_directives('--8<-- "snippet.md"\ntext') == "\ntext"
 
 
+def test_layout_markup_is_removed_and_code_is_not() -> None:
+    md = (
+        "/// note | Technical Details\n\n"
+        'You could use <abbr title="Cross-Origin Resource Sharing">CORS</abbr>, see'
+        ' <a href="https://a.b/c" target="_blank">the docs</a>.\n\n'
+        "///\n\n"
+        '<div class="termy">\n\n```console\n$ run <font color="#4E9A06">main.py</font>\n```\n\n</div>\n\n'
+        '<details markdown="1">\n<summary><code>fastapi dev</code> कमांड</summary>\n\n'
+        'Write `<div>` in a template.<br>Keep a < b and List<String>.\n<img src="/i.png">\n'
+        "<!-- a comment\nover lines -->\n"
+        "<script>track()</script>\n</details>\n"
+    )
+    assert units(strip_directives(md)) == [
+        "You could use CORS, see [the docs](https://a.b/c).",
+        '```console\n$ run <font color="#4E9A06">main.py</font>\n```',
+        "`fastapi dev` कमांड",
+        "Write `<div>` in a template.",
+        "Keep a < b and List<String>.",
+    ]
+    # code blocks keep their lines exactly, markup and all
+    code = "```html\n<div>\n///\n</div>\n```"
+    assert strip_directives(code) == code
+
+
 MD = """Install it first.
 
 ```console
