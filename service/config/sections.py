@@ -273,9 +273,10 @@ class RetrievalSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     saturation: PositiveFloat = 5.0
     """K of the `saturating` fusion, `w·cos + (1 − w)·bm25 / (bm25 + K)`."""
     dense_weight: Share = 0.6
-    """Weight of the dense score in the fusion for Latin-script queries (BM25 gets the rest)."""
+    """Weight of the dense score in the fusion for English queries (BM25 gets the rest)."""
     non_latin_dense_weight: Share = 0.1
-    """Dense weight for queries in other scripts: the packaged embedder knows English only."""
+    """Dense weight for queries in other scripts and in romanized Hindi (Hinglish): the packaged
+    embedder knows English only."""
     min_support_cosine: Annotated[float, msgspec.Meta(ge=-1.0, le=1.0)] = 0.13
     """A hit with no query term (BM25 0) whose cosine with the query is below this has no
     support and is never returned (search, answer sources, chat); -1 keeps every hit.

@@ -7,8 +7,10 @@ or busy reranker keeps the fused order. Both are named in `done.degraded`. A hit
 of its own (no query term, a near-orthogonal vector: `fusion.supported`) is dropped: it is never
 a search result, an answer's source or a chat's.
 
-The packaged embedder knows English only, so a query in another script leans on BM25: its dense
-weight in the fusion is `retrieval.non_latin_dense_weight` instead of `retrieval.dense_weight`.
+The packaged embedder knows English only, so a query in another language leans on BM25: its
+dense weight in the fusion is `retrieval.non_latin_dense_weight` instead of
+`retrieval.dense_weight`. That holds for romanized Hindi (Hinglish) too: it is written in Latin
+letters, but the embedder reads "CORS kaise enable karein" no better than Devanagari.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from service import telemetry
+from service.answerability import question_lang
 from service.config import Settings
 from service.embed.protocol import Vectors
 from service.errors import DeadlineExceeded
@@ -44,7 +47,7 @@ def build_search_query(
 ) -> SearchQuery:
     """The bounded, pre-filtered search for one query; the fusion weights follow its script."""
     r = settings.retrieval
-    dense_weight = r.dense_weight if script_of(query) == "latin" else r.non_latin_dense_weight
+    dense_weight = r.dense_weight if question_lang(query) == "en" else r.non_latin_dense_weight
     if dense is None:  # BM25 alone: its weight is all there is
         dense_weight = 0.0
     return SearchQuery(

@@ -109,9 +109,14 @@ async def test_non_latin_queries_lean_on_bm25() -> None:
     await retriever.retrieve(
         PRINCIPAL, "when does the office open", filters=None, top_k=3, budget=Budget(800)
     )
-    hindi, english = index.queries
+    await retriever.retrieve(
+        PRINCIPAL, "office kab khulta hai aur kahan hai", filters=None, top_k=3, budget=Budget(800)
+    )
+    hindi, english, hinglish = index.queries
     r = Settings().retrieval
     assert hindi.dense_weight == r.non_latin_dense_weight < english.dense_weight == r.dense_weight
+    # romanized Hindi is Latin script, but the English embedder reads it no better
+    assert hinglish.dense_weight == r.non_latin_dense_weight
     await retriever.batcher.close()
 
 
