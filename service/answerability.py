@@ -39,7 +39,7 @@ import regex
 from service.index.fusion import DENSE_KEY
 from service.index.idf import bm25_of_terms, max_bm25, recover_idf
 from service.index.protocol import NO_SCORE, Hit
-from service.text import phonetic
+from service.text import glossary, phonetic
 from service.text.bm25 import K1, query_terms
 from service.text.sentences import split_sentences
 from service.text.terms import held_terms, match_terms
@@ -137,14 +137,20 @@ def content_terms(text: str) -> set[str]:
 
 
 def content_keys(text: str) -> dict[str, str]:
-    """Each Devanagari content term's consonant skeleton term (stem → `~key`): "मिडलवेयर" is
-    found in a sentence that says "middleware" (service.text.phonetic)."""
+    """Each Devanagari content term's English term (a Hindi software word: "परीक्षण" →
+    "test", service.text.glossary) or else its consonant skeleton term (stem → `~key`:
+    "मिडलवेयर" is found in a sentence that says "middleware", service.text.phonetic)."""
     out: dict[str, str] = {}
     for w in words(text):
         if w.isascii() or w in _QUESTION_STOP:
             continue
-        stems, k = bm25_terms(w), phonetic.key(w)
-        if stems and k:
+        stems = bm25_terms(w)
+        if not stems:
+            continue
+        english, k = glossary.english_terms(stems[0]), phonetic.key(w)
+        if english:
+            out[stems[0]] = english[0]
+        elif k:
             out[stems[0]] = phonetic.PREFIX + k
     return out
 

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 import msgspec
 
-from service.text import phonetic
+from service.text import glossary, phonetic
 from service.text.memo import memo_text
 from service.text.terms import identifier_parts
 from service.text.tokenize import bm25_terms, content_words, stem
@@ -74,10 +74,16 @@ def doc_vector(text: str) -> SparseVec:
 
 
 def query_terms(text: str) -> list[str]:
-    """A query's distinct BM25 terms, and the consonant skeletons of its Devanagari words: an
-    English word spelled in Devanagari finds pages that write it in Latin letters (a question
-    without Devanagari words asks for exactly what it asked before)."""
-    return list(dict.fromkeys([*bm25_terms(text), *phonetic.query_terms(content_words(text))]))
+    """A query's distinct BM25 terms, the consonant skeletons of its Devanagari words (an
+    English word spelled in Devanagari finds pages that write it in Latin letters) and the
+    English words of its Hindi software words ("परीक्षण" asks for "test" too,
+    `service.text.glossary`). A question without Devanagari words asks for exactly its own."""
+    terms = bm25_terms(text)
+    return list(
+        dict.fromkeys(
+            [*terms, *phonetic.query_terms(content_words(text)), *glossary.query_terms(terms)]
+        )
+    )
 
 
 def query_vector(text: str) -> SparseVec:

@@ -37,9 +37,12 @@ def spoken(text: str) -> frozenset[str]:
 
 def held_terms(text: str, keys: Mapping[str, str] | None) -> frozenset[str]:
     """`match_terms(text)`, and each question term of `keys` (a Devanagari term → its skeleton
-    term: `service.answerability.content_keys`) whose skeleton a Latin word of `text` has."""
+    term, or its English term: `service.answerability.content_keys`) whose skeleton a Latin
+    word of `text` has, or whose English term `text` holds."""
     terms = match_terms(text)
     if not keys:
         return terms
     said = spoken(text)
-    return terms | {t for t, k in keys.items() if k in said}
+    return terms | {
+        t for t, k in keys.items() if k in (said if k.startswith(phonetic.PREFIX) else terms)
+    }

@@ -28,6 +28,9 @@ HINDI_QUESTIONS = [
     # consonant skeletons meet: service.text.phonetic); before it, no term in common
     ("कॉर्स मिडलवेयर कैसे जोड़ें?", "hi/tutorial/cors.md"),
     ("क्वेरी पैरामीटर क्या होते हैं?", "hi/tutorial/query-params.md"),
+    # Hindi software words for what the page writes in English ("path", "validation",
+    # "error": service.text.glossary); before it, no term in common
+    ("पथ में सत्यापन त्रुटि", "hi/tutorial/path-params.md"),
 ]
 
 

@@ -71,7 +71,8 @@ def test_layout_markup_is_removed_and_code_is_not() -> None:
         'You could use <abbr title="Cross-Origin Resource Sharing">CORS</abbr>, see'
         ' <a href="https://a.b/c" target="_blank">the docs</a>.\n\n'
         "///\n\n"
-        '<div class="termy">\n\n```console\n$ run <font color="#4E9A06">main.py</font>\n```\n\n</div>\n\n'
+        '<div class="termy">\n\n'
+        '```console\n$ run <font color="#4E9A06">main.py</font>\n```\n\n</div>\n\n'
         '<details markdown="1">\n<summary><code>fastapi dev</code> कमांड</summary>\n\n'
         'Write `<div>` in a template.<br>Keep a < b and List<String>.\n<img src="/i.png">\n'
         "<!-- a comment\nover lines -->\n"

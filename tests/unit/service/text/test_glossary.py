@@ -1,0 +1,36 @@
+from service.answerability import content_keys
+from service.text.bm25 import query_terms
+from service.text.glossary import _ENTRIES, _table, english_terms
+from service.text.terms import held_terms
+from service.text.tokenize import bm25_terms
+
+
+def test_every_entry_is_one_hindi_term_with_english_terms() -> None:
+    hindi = [line.split()[0] for line in _ENTRIES.strip().splitlines()]
+    assert all(len(bm25_terms(w)) == 1 for w in hindi)
+    assert all(english_terms(bm25_terms(w)[0]) for w in hindi)
+    # spelling variants (nukta, chandrabindu) meet the same English words
+    assert english_terms(bm25_terms("फ़ाइल")[0]) == english_terms(bm25_terms("फाइल")[0])
+    assert all(t.isascii() for said in _table().values() for t in said)
+
+
+def test_a_hindi_question_also_asks_for_the_english_words() -> None:
+    terms = query_terms("FastAPI एप्लिकेशन का परीक्षण कैसे करें?")
+    assert {"test", "applic", "app"} <= set(terms)
+    assert bm25_terms("परीक्षण")[0] in terms  # the Hindi word itself is still asked for
+    # an English question, and a Hindi word outside the list, ask for exactly their own terms
+    assert query_terms("How do I test my app?") == bm25_terms("How do I test my app?")
+    other = "नदी कितनी लंबी है"
+    assert [t for t in query_terms(other) if not t.startswith("~")] == bm25_terms(other)
+
+
+def test_a_sentence_saying_the_english_word_holds_the_hindi_term() -> None:
+    question = "सत्यापन त्रुटि कैसे दिखती है?"
+    keys = content_keys(question)
+    asked = {bm25_terms("सत्यापन")[0]: "valid", bm25_terms("त्रुटि")[0]: "error"}
+    assert asked.items() <= keys.items()
+    held = held_terms("The error says where the validation failed.", keys)
+    assert set(asked) <= held
+    assert not set(asked) & held_terms("The page loads fast.", keys)
+    # an English word in Devanagari still meets its Latin spelling by its skeleton
+    assert bm25_terms("मिडलवेयर")[0] in held_terms("Add a middleware.", content_keys("मिडलवेयर"))
