@@ -3,7 +3,8 @@
 MkDocs sites (FastAPI's among them) include code examples with `{* ../../docs_src/x.py hl[3] *}`
 placeholders; the included code is not in the page, and the directive itself is noise to search
 and to an answer, so it is removed before chunking. So is the markup a page uses for layout:
-the lines that open and close an admonition block (`/// tip | Tip` … `///`, pymdownx.blocks),
+the lines that open and close an admonition block (`/// tip | Tip` … `///`, pymdownx.blocks, or
+`:::tip` … `:::`), mkdocstrings' `::: package.Object` lines with their indented options,
 HTML comments, and HTML tags in prose (`<div class="termy">`, `<details markdown="1">`,
 `<img src=…>`; an inline tag such as `<abbr title="…">CORS</abbr>` keeps its text, a link
 `<a href="u">text</a>` becomes `[text](u)`). Code is never touched: fenced blocks and inline code
@@ -22,6 +23,10 @@ _FENCE = regex.compile(r"^\s*(`{3,}|~{3,})")
 
 
 _ADMONITION = regex.compile(r"^[ \t]*/{3,}(?:[ \t].*)?$")  # `/// note | Title`, `///`, `////`
+_CONTAINER = regex.compile(r"^[ \t]*:{3,}(?:[ \t]*[^\s:].*)?$")
+"""`::: fastapi.Request` (mkdocstrings: the API docs are generated there at build time, the
+line itself is not content) and `:::tip` … `:::` containers (Docusaurus, markdown-it)."""
+_OPTIONS = regex.compile(r"^(?: {4}|\t)")  # a directive's indented YAML options
 _COMMENT = regex.compile(r"<!--.*?-->", regex.DOTALL)
 _HTML_TAGS = (
     "a abbr b big blockquote br button center cite code dd del details dfn div dl dt em figcaption"
@@ -62,8 +67,9 @@ def _tag_text(m: regex.Match[str]) -> str:
 
 
 def strip_directives(text: str) -> str:
-    """`text` without MkDocs include directives (`{* path *}`, `--8<-- "file"`), admonition
-    fences, HTML comments and HTML tags outside code (see the module's docstring)."""
+    """`text` without MkDocs include directives (`{* path *}`, `--8<-- "file"`), admonition and
+    container fences, `:::` autodoc directives, HTML comments and HTML tags outside code (see
+    the module's docstring)."""
     text = _INCLUDE.sub("", text)
     text = _SNIPPET.sub("", text)
     out: list[str] = []
@@ -79,8 +85,12 @@ def strip_directives(text: str) -> str:
                 out.append("" if cleaned.strip() == "" and line.strip() else cleaned.rstrip())
             prose.clear()
 
+    options = False  # inside the indented options of a `:::` directive
     for line in text.split("\n"):
         opening = _FENCE.match(line)
+        if options and line.strip() and _OPTIONS.match(line):
+            continue
+        options = False
         if fence:
             out.append(line)
             if line.strip().startswith(fence):
@@ -91,6 +101,9 @@ def strip_directives(text: str) -> str:
             out.append(line)
         elif _ADMONITION.match(line):
             prose.append("")
+        elif _CONTAINER.match(line):
+            prose.append("")
+            options = True
         else:
             prose.append(line)
     flush()
