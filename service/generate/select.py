@@ -11,7 +11,9 @@ to the limit. The constants were chosen on the dev halves (CLAPnq F1, XQuAD-en c
 
 A chosen sentence that carries on from the one before it ("And then you can set cookies in that
 *temporary* response object.", "It was built in 1889.") is quoted with that one, just before it:
-alone it points at something the answer never says.
+alone it points at something the answer never says. A chosen sentence that ends in a colon
+("Import `File` and `UploadFile` from `fastapi`:") is quoted with the unit that follows it (the
+steps, list or code it introduces): alone it promises something the answer never gives.
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ CARRIES_ON = regex.compile(
     regex.IGNORECASE,
 )
 """A sentence opening with a connective or a pronoun that refers back (English, Hindi)."""
+INTRODUCES = regex.compile(r"[:：]\W{0,3}$")
+"""A sentence ending in a colon (a closing bracket, quote or emphasis mark may follow)."""
 
 
 def carries_on(sentence: str) -> bool:
@@ -155,9 +159,15 @@ def select(
     return [(c.text, c.source) for c in with_antecedents(chosen, cands)]
 
 
+def introduces(sentence: str) -> bool:
+    """A prose sentence that ends in a colon: it promises what comes next (steps, a list, code)."""
+    return not is_block(sentence) and INTRODUCES.search(sentence) is not None
+
+
 def with_antecedents(chosen: Sequence[Candidate], cands: Sequence[Candidate]) -> list[Candidate]:
     """`chosen`, each sentence that `carries_on` preceded by the prose sentence before it in its
-    passage (once, unless chosen itself)."""
+    passage, and each sentence that `introduces` followed by the unit after it in its passage
+    (a list, a code block or a sentence); each unit once, unless chosen itself."""
     at = {(c.rank, c.pos): c for c in cands}
     seen = {(c.rank, c.pos) for c in chosen}
     out: list[Candidate] = []
@@ -172,4 +182,8 @@ def with_antecedents(chosen: Sequence[Candidate], cands: Sequence[Candidate]) ->
             out.append(before)
             seen.add((before.rank, before.pos))
         out.append(c)
+        after = at.get((c.rank, c.pos + 1))
+        if after is not None and (after.rank, after.pos) not in seen and introduces(c.text):
+            out.append(after)
+            seen.add((after.rank, after.pos))
     return out

@@ -85,8 +85,20 @@ def test_layout_markup_is_removed_and_code_is_not() -> None:
         "Write `<div>` in a template.",
         "Keep a < b and List<String>.",
     ]
+    # mkdocstrings' autodoc line and its options are a build-time directive; a `:::` container
+    # keeps what it holds
+    autodoc = (
+        "Import it from `fastapi`.\n\n::: fastapi.APIRouter\n    options:\n        members:\n"
+        "            - websocket\n\n:::tip Good to know\nKeep this.\n:::\n\n"
+        "Not options:\n    an indented line after prose stays.\n"
+    )
+    assert units(strip_directives(autodoc)) == [
+        "Import it from `fastapi`.",
+        "Keep this.",
+        "Not options: an indented line after prose stays.",
+    ]
     # code blocks keep their lines exactly, markup and all
-    code = "```html\n<div>\n///\n</div>\n```"
+    code = "```html\n<div>\n///\n::: x\n    y\n</div>\n```"
     assert strip_directives(code) == code
 
 
@@ -198,6 +210,33 @@ def test_no_antecedent_from_a_block_another_passage_or_twice() -> None:
     assert select.with_antecedents([after_block, first_of_s2], cands) == [after_block, first_of_s2]
     both = select.with_antecedents([cands[1], cands[0]], cands)  # already chosen: not twice
     assert [c.text for c in both] == ["It lasts.", "A cookie is set."]
+
+
+def test_a_sentence_ending_in_a_colon_comes_with_what_it_introduces() -> None:
+    steps = "* Import `CORSMiddleware`.\n* Create a list of allowed origins."
+    text = (
+        "CORS lets a browser call another origin. "
+        f"You can enable CORS in your app with the `CORSMiddleware`:\n\n{steps}\n\n"
+        "The defaults are restrictive."
+    )
+    picked = pick_sentences(
+        "How do I enable CORS with the CORSMiddleware?", [Passage(id="S1", title="", text=text)], 3
+    )
+    assert picked == [
+        ("You can enable CORS in your app with the `CORSMiddleware`:", "S1"),
+        (steps, "S1"),
+    ]
+    # the unit it introduces is quoted once, also when chosen on its own
+    cands = select.candidates([Passage(id="S1", title="", text="Do this:\n\nRun it. Stop.")])
+    assert [c.text for c in select.with_antecedents([cands[0], cands[1]], cands)] == [
+        "Do this:",
+        "Run it.",
+    ]
+    # nothing follows the last unit of a passage, and a list ending in a colon introduces nothing
+    last = select.candidates([Passage(id="S1", title="", text="Then run:")])
+    assert select.with_antecedents(last, last) == last
+    assert not select.introduces("* a step:\n* another:")
+    assert not select.introduces("A ratio of 3:1.")
 
 
 @pytest.mark.parametrize(
