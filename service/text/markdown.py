@@ -13,6 +13,8 @@ spans keep their text as written (an HTML template example stays one).
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+
 import regex
 
 from service.text.sentences import split_sentences
@@ -66,6 +68,25 @@ def _tag_text(m: regex.Match[str]) -> str:
     return "`" if name == "code" else " " if name == "br" else ""
 
 
+def _fenced(lines: Sequence[str]) -> Iterator[str | list[str]]:
+    """`lines` in order: a line outside fenced code as a string, a whole fenced code block
+    (its fences included; an unclosed one runs to the end) as a list of its lines. The one
+    reading of fences that the clean-up and the block split share."""
+    i = 0
+    while i < len(lines):
+        opening = _FENCE.match(lines[i])
+        if opening is None:
+            yield lines[i]
+            i += 1
+            continue
+        close = opening.group(1)[0] * len(opening.group(1))
+        end = i + 1
+        while end < len(lines) and not lines[end].strip().startswith(close):
+            end += 1
+        yield list(lines[i : end + 1])
+        i = end + 1
+
+
 def strip_directives(text: str) -> str:
     """`text` without MkDocs include directives (`{* path *}`, `--8<-- "file"`), admonition and
     container fences, `:::` autodoc directives, HTML comments and HTML tags outside code (see
@@ -73,7 +94,6 @@ def strip_directives(text: str) -> str:
     text = _INCLUDE.sub("", text)
     text = _SNIPPET.sub("", text)
     out: list[str] = []
-    fence = ""
     prose: list[str] = []
 
     def flush() -> None:
@@ -86,26 +106,21 @@ def strip_directives(text: str) -> str:
             prose.clear()
 
     options = False  # inside the indented options of a `:::` directive
-    for line in text.split("\n"):
-        opening = _FENCE.match(line)
-        if options and line.strip() and _OPTIONS.match(line):
-            continue
-        options = False
-        if fence:
-            out.append(line)
-            if line.strip().startswith(fence):
-                fence = ""
-        elif opening:
+    for item in _fenced(text.split("\n")):
+        if isinstance(item, list):  # fenced code, as written
             flush()
-            fence = opening.group(1)[0] * len(opening.group(1))
-            out.append(line)
-        elif _ADMONITION.match(line):
+            out.extend(item)
+        elif options and item.strip() and _OPTIONS.match(item):
+            continue
+        elif _ADMONITION.match(item):
             prose.append("")
-        elif _CONTAINER.match(line):
+        elif _CONTAINER.match(item):
             prose.append("")
             options = True
+            continue
         else:
-            prose.append(line)
+            prose.append(item)
+        options = False
     flush()
     return "\n".join(out)
 
@@ -118,8 +133,6 @@ def blocks(text: str) -> list[tuple[str, str]]:
     """(kind, text) of each Markdown block: `code` (a fenced block, verbatim, blank lines
     included), `list` and `table` (their lines kept), or `para` (one line of prose)."""
     out: list[tuple[str, str]] = []
-    lines = text.splitlines()
-    i = 0
     para: list[str] = []
 
     def flush() -> None:
@@ -133,25 +146,14 @@ def blocks(text: str) -> list[tuple[str, str]]:
             out.append(("para", " ".join(" ".join(para).split())))
         para.clear()
 
-    while i < len(lines):
-        line = lines[i]
-        fence = _FENCE.match(line)
-        if fence:
+    for item in _fenced(text.splitlines()):
+        if isinstance(item, list):
             flush()
-            mark = fence.group(1)
-            body = [line.rstrip()]
-            i += 1
-            while i < len(lines):
-                body.append(lines[i].rstrip())
-                if lines[i].strip().startswith(mark[0] * len(mark)):
-                    break
-                i += 1
-            out.append(("code", "\n".join(body)))
-        elif not line.strip():
+            out.append(("code", "\n".join(ln.rstrip() for ln in item)))
+        elif not item.strip():
             flush()
         else:
-            para.append(line)
-        i += 1
+            para.append(item)
     flush()
     return out
 
