@@ -147,10 +147,9 @@ def content_keys(text: str) -> dict[str, str]:
         stems = bm25_terms(w)
         if not stems:
             continue
-        english, k = glossary.english_terms(stems[0]), phonetic.key(w)
-        if english:
+        if english := glossary.english_terms(stems[0]):
             out[stems[0]] = english[0]
-        elif k:
+        elif k := phonetic.key(w):
             out[stems[0]] = phonetic.PREFIX + k
     return out
 

@@ -156,7 +156,7 @@ def select(
         after.add((pick.rank, pick.pos + 1))
         if sum(weights[t] for t in covered) / total >= COVERED:
             break
-    return [(c.text, c.source) for c in with_antecedents(chosen, cands)]
+    return [(c.text, c.source) for c in with_context(chosen, cands)]
 
 
 def introduces(sentence: str) -> bool:
@@ -164,7 +164,7 @@ def introduces(sentence: str) -> bool:
     return not is_block(sentence) and INTRODUCES.search(sentence) is not None
 
 
-def with_antecedents(chosen: Sequence[Candidate], cands: Sequence[Candidate]) -> list[Candidate]:
+def with_context(chosen: Sequence[Candidate], cands: Sequence[Candidate]) -> list[Candidate]:
     """`chosen`, each sentence that `carries_on` preceded by the prose sentence before it in its
     passage, and each sentence that `introduces` followed by the unit after it in its passage
     (a list, a code block or a sentence); each unit once, unless chosen itself."""

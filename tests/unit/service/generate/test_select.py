@@ -207,8 +207,8 @@ def test_no_antecedent_from_a_block_another_passage_or_twice() -> None:
         "It is sent with the response.",
     ]
     after_block, first_of_s2 = cands[3], cands[4]
-    assert select.with_antecedents([after_block, first_of_s2], cands) == [after_block, first_of_s2]
-    both = select.with_antecedents([cands[1], cands[0]], cands)  # already chosen: not twice
+    assert select.with_context([after_block, first_of_s2], cands) == [after_block, first_of_s2]
+    both = select.with_context([cands[1], cands[0]], cands)  # already chosen: not twice
     assert [c.text for c in both] == ["It lasts.", "A cookie is set."]
 
 
@@ -228,13 +228,13 @@ def test_a_sentence_ending_in_a_colon_comes_with_what_it_introduces() -> None:
     ]
     # the unit it introduces is quoted once, also when chosen on its own
     cands = select.candidates([Passage(id="S1", title="", text="Do this:\n\nRun it. Stop.")])
-    assert [c.text for c in select.with_antecedents([cands[0], cands[1]], cands)] == [
+    assert [c.text for c in select.with_context([cands[0], cands[1]], cands)] == [
         "Do this:",
         "Run it.",
     ]
     # nothing follows the last unit of a passage, and a list ending in a colon introduces nothing
     last = select.candidates([Passage(id="S1", title="", text="Then run:")])
-    assert select.with_antecedents(last, last) == last
+    assert select.with_context(last, last) == last
     assert not select.introduces("* a step:\n* another:")
     assert not select.introduces("A ratio of 3:1.")
 
