@@ -30,6 +30,7 @@ from service.answerability import (
     Decision,
     Logistic,
     Model,
+    Signals,
     answer_confidence,
     answer_features,
     decide,
@@ -52,6 +53,7 @@ class Row(Protocol):
     question: str
     answerable: bool
     hits: list[Hit]
+    signals: Signals
 
 
 def extractive_answer(r: Row, sentences: int) -> str:
@@ -109,7 +111,8 @@ def grade(
         evidence = gold.evidence if r.suite in EVIDENCE_SUITES else {}
         if r.answerable and not (evidence if r.suite in EVIDENCE_SUITES else gold.answers):
             continue  # no label: e.g. a docs question with a gold page but no evidence
-        d = decide(r.question, r.hits, model)
+        aligned = (r.signals.align_mean, r.signals.align_min) if r.signals.has_alignment else None
+        d = decide(r.question, r.hits, model, aligned=aligned)
         answer = NO_ANSWER if not d.answerable else extractive_answer(r, sentences)
         abstained = answer == NO_ANSWER
         f1_right = not abstained and token_f1(answer, gold.answers) >= 0.5

@@ -40,13 +40,18 @@ from evals.logistic import fit_xy
 from evals.prepare import principal, sync_corpus
 from evals.suite import load_suite
 from service.answerability import (
+    ALIGN_MAX_TOKENS,
+    ALIGN_QUESTION_TOKENS,
     MODEL_PATH,
     Logistic,
     Model,
     Signals,
+    alignment,
+    alignment_window,
     compute,
 )
 from service.config import load_settings
+from service.embed.protocol import Embedder, TokenEmbedder
 from service.index.protocol import Hit
 from service.pipeline.budget import Budget
 from service.pipeline.trim import trim
@@ -67,7 +72,11 @@ neither does BM25 over the most the query can reach (`bm25_norm`)."""
 DENSE_FEATURES = ["dense_top", *LEXICAL_FEATURES]
 SENTENCE_FEATURES = [*DENSE_FEATURES, "sentence_sim", "sentence_sim_first"]
 """English questions over an index with sentence vectors (pooled at indexing)."""
-VERSION = "answerability-3"
+ALIGNED_FEATURES = [*SENTENCE_FEATURES, "align_mean", "align_min"]
+"""The same and token alignment (`service.answerability.alignment`), where `sentence` is unsure."""
+ALIGN_BAND = (0.05, 0.8)
+"""The `sentence` model's p(answerable) band in which `aligned` decides (`--align-band`)."""
+VERSION = "answerability-4"
 
 
 class Row(msgspec.Struct, kw_only=True):
@@ -120,7 +129,7 @@ async def collect(data: Path, suites: Sequence[str], config: str | None) -> list
                         split=q.tags.get("split", "test"),
                         kind=q.tags.get("kind", "answerable" if q.answerable else "unanswerable"),
                         answerable=q.answerable,
-                        signals=compute(q.question, hits),
+                        signals=align(rt.embedder, q.question, hits, compute(q.question, hits)),
                         question=q.question,
                         hits=hits,
                     )
@@ -128,6 +137,21 @@ async def collect(data: Path, suites: Sequence[str], config: str | None) -> list
     finally:
         await rt.close()
     return rows
+
+
+def align(embedder: Embedder, question: str, hits: Sequence[Hit], sig: Signals) -> Signals:
+    """`sig` with the question's token alignment, for every English question with sentence
+    vectors (the fit needs it everywhere; serving computes it only where `sentence` is unsure)."""
+    window = alignment_window(hits)
+    if not (sig.lang == "en" and sig.has_sentences and window):
+        return sig
+    if not isinstance(embedder, TokenEmbedder):
+        return sig
+    q = embedder.token_states([question], ALIGN_QUESTION_TOKENS)[0]
+    w = embedder.token_states([window], ALIGN_MAX_TOKENS)[0]
+    sig.align_mean, sig.align_min = alignment(question, q, w)
+    sig.has_alignment = True
+    return sig
 
 
 def _matrix(rows: Sequence[Row], names: Sequence[str]) -> np.ndarray:
@@ -242,6 +266,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--max-false", type=float, default=0.06)
     parser.add_argument(
+        "--align-band",
+        nargs=2,
+        type=float,
+        default=list(ALIGN_BAND),
+        help="the sentence model's p(answerable) band [lo, hi) where token alignment decides",
+    )
+    parser.add_argument(
         "--lang-models",
         nargs="*",
         default=[],
@@ -259,9 +290,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.from_signals:
         dec = msgspec.json.Decoder(Row)
         rows = [dec.decode(line) for line in args.from_signals.read_bytes().splitlines() if line]
-        if args.recompute:
+        if args.recompute:  # the token alignment (a model run) is kept as collected
             for r in rows:
-                r.signals = compute(r.question, r.hits)
+                old, r.signals = r.signals, compute(r.question, r.hits)
+                r.signals.align_mean, r.signals.align_min = old.align_mean, old.align_min
+                r.signals.has_alignment = old.has_alignment
     else:
         rows = asyncio.run(collect(args.data, args.suites, args.config))
         if args.signals:
@@ -276,6 +309,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     }
     if with_sentences:
         models["sentence"] = fit(with_sentences, SENTENCE_FEATURES, args.max_false)
+    with_alignment = [r for r in with_sentences if r.signals.has_alignment]
+    if with_alignment:
+        models["aligned"] = fit(with_alignment, ALIGNED_FEATURES, args.max_false)
     for lang in args.lang_models:  # a language's own lexical model (its questions only)
         mine = [r for r in dev if r.lang == lang]
         if mine:
@@ -287,10 +323,13 @@ def main(argv: Sequence[str] | None = None) -> None:
             "dev_questions": len(dev),
             "dense_questions": len(english),
             "sentence_questions": len(with_sentences),
+            "aligned_questions": len(with_alignment),
         },
+        align_band=[float(x) for x in args.align_band],
         command="python -m evals.fit_answerability --data ../shared/data"
         f" --max-false {args.max_false}"
-        + (f" --lang-models {' '.join(args.lang_models)}" if args.lang_models else ""),
+        + (f" --lang-models {' '.join(args.lang_models)}" if args.lang_models else "")
+        + f" --align-band {args.align_band[0]} {args.align_band[1]}",
     )
     if args.confidence_only:
         model = msgspec.json.decode(args.model.read_bytes(), type=Model)

@@ -16,7 +16,12 @@ Signals are cheap and already in hand after retrieval (no model run):
 - `rerank` when a reranker scored the hits;
 - `sentence_sim`: the best cosine of the question and one sentence of the top passages, from
   the sentence vectors pooled at indexing (`Hit.sentence_scores`; an index built before them has
-  none, and the `dense` model decides without it).
+  none, and the `dense` model decides without it);
+- `align_mean`, `align_min` (token alignment, a model run: `alignment`): each content word piece
+  of the question matched to its most similar token of the best sentences, by the embedder's
+  contextual token states; the mean and the weakest match. A passage on the question's topic that
+  lacks what is asked leaves some question word unmatched, which the pooled vectors blur. It runs
+  only where the cheaper `sentence` model is unsure (`Model.align_band`), after retrieval.
 
 The packaged embedder knows English only, so its cosine is noise for a Hindi or Hinglish
 question: those are decided by a lexical model (no dense signal), calibrated separately. Both
@@ -34,6 +39,8 @@ from functools import lru_cache
 from pathlib import Path
 
 import msgspec
+import numpy as np
+import numpy.typing as npt
 import regex
 
 from service.index.fusion import DENSE_KEY
@@ -41,6 +48,7 @@ from service.index.idf import bm25_of_terms, max_bm25, recover_idf
 from service.index.protocol import NO_SCORE, Hit
 from service.text import glossary, phonetic
 from service.text.bm25 import K1, query_terms
+from service.text.markdown import units
 from service.text.sentences import split_sentences
 from service.text.terms import held_terms, match_terms
 from service.text.tokenize import bm25_terms, script_of, words
@@ -99,6 +107,12 @@ class Signals(msgspec.Struct, kw_only=True):
     collection's size."""
     dense_margin: float = 0.0
     """The best raw cosine minus the second best."""
+    align_mean: float = 0.0
+    """Token alignment (`alignment`): the mean over the question's content word pieces of each
+    one's best cosine to a token of the best sentences."""
+    align_min: float = 0.0
+    """The weakest of those matches."""
+    has_alignment: bool = False
     lang: str = "en"
     """`en`, `hi` (Devanagari) or `hinglish` (romanized Hindi), which decides the model."""
 
@@ -200,6 +214,45 @@ def compute(question: str, hits: Sequence[Hit]) -> Signals:
     return sig
 
 
+ALIGN_SENTENCES = 2
+"""The best sentences (by their pooled cosine) the question is aligned with."""
+ALIGN_MAX_TOKENS = 96
+"""Model tokens of those sentences the alignment reads: two sentences hold ~60 at the median;
+offline, 96 and 256 gave the same abstention within noise (README, issue #14), and the model's
+cost grows with the tokens (~0.4 ms each on one AVX2 core)."""
+ALIGN_QUESTION_TOKENS = 32
+
+
+def alignment_window(hits: Sequence[Hit], k: int = ALIGN_SENTENCES) -> str:
+    """The `k` units of the top passages most similar to the question (pooled sentence vectors),
+    joined in that order; empty without sentence scores."""
+    scored: list[tuple[float, str]] = []
+    for h in hits[:TOP_PASSAGES]:
+        for unit, score in zip(units(h.text), h.sentence_scores, strict=False):
+            if score != NO_SCORE:
+                scored.append((score, unit))
+    scored.sort(key=lambda t: -t[0])
+    return " ".join(u for _, u in scored[:k])
+
+
+def alignment(
+    question: str,
+    q_states: tuple[npt.NDArray[np.float32], Sequence[tuple[int, int]]],
+    w_states: tuple[npt.NDArray[np.float32], Sequence[tuple[int, int]]],
+) -> tuple[float, float]:
+    """(mean, min) over the question's content word pieces of each one's best cosine to a token
+    of the window; all its pieces when it has no content term."""
+    qv, offsets = q_states
+    wv = w_states[0]
+    if not len(qv) or not len(wv):
+        return 0.0, 0.0
+    terms = content_terms(question)
+    content = [bool(terms & set(bm25_terms(question[a:b]))) for a, b in offsets]
+    best = (qv @ wv.T).max(axis=1)
+    picked = best[content] if any(content) else best
+    return float(picked.mean()), float(picked.min())
+
+
 class Logistic(msgspec.Struct, kw_only=True):
     features: list[str]
     mean: list[float]
@@ -222,7 +275,8 @@ class Logistic(msgspec.Struct, kw_only=True):
 class Model(msgspec.Struct, kw_only=True):
     version: str
     models: dict[str, Logistic]
-    """`sentence` (English questions over an index with sentence vectors), `dense` (English
+    """`aligned` (English questions the `sentence` model is unsure of, with token alignment),
+    `sentence` (English questions over an index with sentence vectors), `dense` (English
     questions without them) and `lexical` (Hindi, Hinglish, other scripts, or no dense score:
     the embedder was late)."""
     confidence: Logistic | None = None
@@ -231,10 +285,25 @@ class Model(msgspec.Struct, kw_only=True):
     XQuAD) or holding half the gold evidence sentences' words (documentation)."""
     fitted_on: dict[str, int] = msgspec.field(default_factory=dict)
     command: str = ""
+    align_band: list[float] = msgspec.field(default_factory=lambda: [0.0, 0.0])
+    """[lo, hi): where the `sentence` model's p(answerable) is unsure enough for the `aligned`
+    model (its features plus token alignment, a model run) to decide instead; outside it the
+    `sentence` model decides alone and the alignment is never computed."""
+
+    def wants_alignment(self, s: Signals) -> bool:
+        """Would token alignment decide this question (English, sentence vectors, unsure)?"""
+        if "aligned" not in self.models or not (s.lang == "en" and s.dense_top > 0):
+            return False
+        if not s.has_sentences or "sentence" not in self.models:
+            return False
+        lo, hi = self.align_band
+        return lo <= self.models["sentence"].probability(s) < hi
 
     def pick_name(self, s: Signals) -> str:
         if s.lang == "en" and s.dense_top > 0:
             if s.has_sentences and "sentence" in self.models:
+                if s.has_alignment and self.wants_alignment(s):
+                    return "aligned"
                 return "sentence"
             if "dense" in self.models:
                 return "dense"
@@ -267,9 +336,18 @@ def model_version(path: Path = MODEL_PATH) -> str:
         return "none"
 
 
-def decide(question: str, hits: Sequence[Hit], model: Model | None = None) -> Decision:
+def decide(
+    question: str,
+    hits: Sequence[Hit],
+    model: Model | None = None,
+    aligned: tuple[float, float] | None = None,
+) -> Decision:
+    """`aligned`: the question's token alignment (`alignment`), when it was computed."""
     model = model or load_model()
     sig = compute(question, hits)
+    if aligned is not None:
+        sig.align_mean, sig.align_min = aligned
+        sig.has_alignment = True
     if not hits:
         return Decision(answerable=False, probability=0.0, model="none", signals=sig)
     name = model.pick_name(sig)

@@ -51,6 +51,7 @@ from service.ingest.relink import scrub_server_paths
 from service.ops.answer import AnswerService
 from service.ops.index import IndexService
 from service.ops.search import SearchService
+from service.pipeline.align import Aligner
 from service.pipeline.answer import AnswerPipeline
 from service.pipeline.budget import Budget
 from service.pipeline.ground import Grounder
@@ -187,6 +188,7 @@ class Runtime:
             self.router,
             settings,
             grounder=Grounder.from_settings(settings.grounding, embedder),
+            aligner=Aligner.of(embedder, settings.generator.align_ms),
         )
         self.answers = CachingPipeline(
             inner=self.pipeline,
@@ -290,6 +292,8 @@ class Runtime:
                 await self._monitor
         await self.db.close()
         self.pipeline.grounder.close()
+        if self.pipeline.aligner is not None:
+            self.pipeline.aligner.close()
         await self.answers.close()
         await self.caching.close()
         await self.router.aclose()

@@ -16,7 +16,7 @@ import numpy.typing as npt
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
-from service.embed.protocol import Embedder, Vectors
+from service.embed.protocol import Embedder, TokenStates, Vectors
 from service.embed.spans import Span, pool_spans
 
 ONNX_FILE = "model.onnx"
@@ -188,6 +188,28 @@ class OnnxEmbedder:
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return [len(e.ids) for e in self._counter.encode_batch(list(texts))]
+
+    def token_states(self, texts: Sequence[str], max_tokens: int) -> list[TokenStates]:
+        """Each text run alone (no padding) on the fp32 model, truncated at `max_tokens`: its
+        L2-normalized token vectors and their char offsets, special tokens left out."""
+        out: list[TokenStates] = []
+        for text in texts:
+            e = self._counter.encode(text)
+            n = min(len(e.ids), max_tokens)
+            ids = e.ids[: n - 1] + e.ids[-1:] if n < len(e.ids) else e.ids  # keep [SEP]
+            feed = {
+                "input_ids": np.array([ids], dtype=np.int64),
+                "attention_mask": np.ones((1, len(ids)), dtype=np.int64),
+                "token_type_ids": np.zeros((1, len(ids)), dtype=np.int64),
+            }
+            (hidden,) = self._session.run(["last_hidden_state"], {k: feed[k] for k in self._inputs})
+            special = e.special_tokens_mask[: len(ids) - 1] + e.special_tokens_mask[-1:]
+            keep = [i for i, s in enumerate(special[: len(ids)]) if not s]
+            vecs = hidden[0][keep]
+            vecs = vecs / np.clip(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-9, None)
+            offsets = [e.offsets[i] for i in keep]
+            out.append((vecs.astype(np.float32), offsets))
+        return out
 
 
 def _session_options(threads: int) -> Any:

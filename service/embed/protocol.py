@@ -39,6 +39,22 @@ class SpanEmbedder(Embedder, Protocol):
         ...
 
 
+TokenStates = tuple[Vectors, list[tuple[int, int]]]
+"""One text's L2-normalized contextual token vectors (special tokens left out) and each one's
+char offsets in the text."""
+
+
+@runtime_checkable
+class TokenEmbedder(Embedder, Protocol):
+    """An embedder that also hands out its per-token states (token alignment: how well each
+    question word is matched by a word of a sentence, service.answerability)."""
+
+    def token_states(self, texts: Sequence[str], max_tokens: int) -> list[TokenStates]:
+        """Each text's token vectors (truncated at `max_tokens` model tokens) from the fp32
+        model. Blocking: call off the loop."""
+        ...
+
+
 @runtime_checkable
 class QueryModelEmbedder(Embedder, Protocol):
     """An embedder whose queries may run on another model than its documents (a quantized

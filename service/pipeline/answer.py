@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 
 from service import telemetry
-from service.answerability import Decision, answer_confidence, decide
+from service.answerability import Decision, answer_confidence, decide, load_model
 from service.config import Settings
 from service.errors import InvalidRequest, RaglineError, UpstreamError
 from service.generate.extractive import NO_ANSWER
@@ -24,6 +24,7 @@ from service.identity import Principal
 from service.index.filters import FilterSpec
 from service.index.protocol import Hit
 from service.pipeline.abstain import abstention
+from service.pipeline.align import Aligner
 from service.pipeline.budget import Budget
 from service.pipeline.events import Done, Event, Meta, Source, Sources, Token, Usage
 from service.pipeline.generation import generate
@@ -106,13 +107,16 @@ class AnswerPipeline:
         router: GeneratorRouter,
         settings: Settings,
         grounder: Grounder | None = None,
+        aligner: Aligner | None = None,
     ) -> None:
         """`router` picks each request's generator chain (`GeneratorRouter.of(gen, fallback)`
-        for one fixed chain)."""
+        for one fixed chain); `aligner` the token alignment an unsure answerability decision
+        takes (None: the cheaper model decides alone)."""
         self.retriever = retriever
         self.settings = settings
         self.router = router
         self.grounder = grounder or Grounder.from_settings(settings.grounding, None)
+        self.aligner = aligner
 
     async def prepare(self, principal: Principal, q: Question) -> PreparedAnswer:
         """Retrieve under the budget; `context` (condensed earlier turns) widens the search.
@@ -140,7 +144,7 @@ class AnswerPipeline:
         )
         # the request's own k and sources (its search asked for COPIES times as many)
         telemetry.annotate(k=q.top_k, hits=len(hits))
-        decision = decide(q.query, hits) if self.settings.generator.abstain else None
+        decision = await self._decide(q.query, hits, budget)
         return PreparedAnswer(
             request_id=q.request_id,
             query=q.query,
@@ -154,6 +158,19 @@ class AnswerPipeline:
             context=q.context,
             answerability=decision,
         )
+
+    async def _decide(self, query: str, hits: Sequence[Hit], budget: Budget) -> Decision | None:
+        """Does the evidence answer? The cheap model first; where it is unsure, token
+        alignment (a model run, under its deadline) and the model that reads it."""
+        if not self.settings.generator.abstain:
+            return None
+        model = load_model()
+        decision = decide(query, hits, model)
+        if self.aligner is not None and hits and model.wants_alignment(decision.signals):
+            aligned = await self.aligner.align(query, hits, budget)
+            if aligned is not None:
+                decision = decide(query, hits, model, aligned=aligned)
+        return decision
 
     async def events(self, p: PreparedAnswer) -> AsyncIterator[Event]:
         budget: Budget = p.budget

@@ -154,7 +154,9 @@ def test_abstain_message_follows_the_question_language() -> None:
 
 def test_shipped_model_is_loadable_and_sane() -> None:
     model = load_model()
-    assert set(model.models) == {"sentence", "dense", "lexical"}
+    assert set(model.models) == {"aligned", "sentence", "dense", "lexical"}
+    lo, hi = model.align_band
+    assert 0 <= lo < hi <= 1
     for logit in model.models.values():
         assert 0 < logit.threshold < 1
         weak = Signals(
@@ -165,6 +167,8 @@ def test_shipped_model_is_loadable_and_sane() -> None:
             terms=4,
             sentence_sim=0.05,
             sentence_sim_first=0.05,
+            align_mean=0.3,
+            align_min=0.1,
         )
         strong = Signals(
             lang="en",
@@ -175,6 +179,8 @@ def test_shipped_model_is_loadable_and_sane() -> None:
             terms=4,
             sentence_sim=0.8,
             sentence_sim_first=0.8,
+            align_mean=0.95,
+            align_min=0.9,
         )
         assert logit.probability(weak) < logit.threshold < logit.probability(strong)
 

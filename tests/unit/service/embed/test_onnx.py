@@ -261,3 +261,23 @@ def test_only_a_serving_load_makes_the_lone_query_session(onnx_dir: Path) -> Non
     np.testing.assert_allclose(served.lone.embed(ENGLISH), tool.embed_queries(ENGLISH), atol=1e-5)
     documents = load_embedder(settings, queries=False, lone=True)  # indexing never serves queries
     assert isinstance(documents, OnnxEmbedder) and documents.lone is None
+
+
+def test_token_states_are_the_models_own_and_point_into_the_text(embedder: OnnxEmbedder) -> None:
+    """Token alignment reads these: one unit vector per word piece of the text (no [CLS] or
+    [SEP]), each with the characters it came from, truncated at the model tokens asked for."""
+    text = "Statins lower LDL cholesterol."
+    [(vecs, offsets)] = embedder.token_states([text], 64)
+    pieces = embedder.count_tokens([text])[0] - 2  # without [CLS] and [SEP]
+    assert vecs.shape == (pieces, embedder.dim) and len(offsets) == pieces
+    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    assert "statins".startswith(text[offsets[0][0] : offsets[0][1]].lower())  # a piece of it
+    assert text[offsets[-1][0] : offsets[-1][1]] == "."
+    # the same states the sentence vectors are pooled from: their mean is the text's vector
+    # (up to [CLS]/[SEP], which the pooled vector also holds)
+    pooled = vecs.mean(axis=0)
+    assert float(pooled @ embedder.embed([text])[0] / np.linalg.norm(pooled)) > 0.9
+    [(cut, cut_offsets)] = embedder.token_states([LONG], 32)
+    assert len(cut) == len(cut_offsets) == 30  # 32 tokens, [CLS] and [SEP] among them
+    [(hindi, _)] = embedder.token_states([HINDI_HINGLISH[0]], 64)
+    assert len(hindi) > 0
