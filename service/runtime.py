@@ -188,6 +188,8 @@ class Runtime:
             self.router,
             settings,
             grounder=Grounder.from_settings(settings.grounding, embedder),
+            # one worker: two would take a core from the query embedder under load (4 clients:
+            # extractive TTFT p95 85 / 103 ms against 82 / 78 with one, README issue #14)
             aligner=Aligner.of(embedder, settings.generator.align_ms),
         )
         self.answers = CachingPipeline(
@@ -268,6 +270,8 @@ class Runtime:
             principal, texts[-1], filters=None, top_k=5, budget=Budget(10_000)
         )
         passage = Passage(id="S1", title="Warm-up", text=". ".join(texts) + ".")
+        if self.pipeline.aligner is not None:
+            await self.pipeline.aligner.warm_up(texts[-1], " ".join(texts * 3))
         async for _ in ExtractiveGenerator(self.settings.generator.max_sentences).stream(
             texts[-1], [passage], max_tokens=64
         ):

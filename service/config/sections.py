@@ -348,7 +348,7 @@ class GeneratorSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     abstain: bool = True
     """Abstain (a fixed message in the question's language, no generator runs) when the
     calibrated answerability model says the sources do not answer (service/answerability.py)."""
-    align_ms: NonNegativeFloat = 80.0
+    align_ms: NonNegativeFloat = 150.0
     """Deadline of the token alignment an unsure answerability decision takes (two short runs
     of the embedder, service/pipeline/align.py); late or busy, the cheaper model decides. 0: off."""
     max_source_chars: int = 1200

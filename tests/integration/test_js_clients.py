@@ -154,7 +154,11 @@ async def test_openai_node_sdk(server: str, gen_app: GenApp, key: str, npm_dir: 
 
 
 async def test_vercel_ai_sdk(server: str, gen_app: GenApp, key: str, npm_dir: Path) -> None:
-    env = await slow_upstream_and_env(gen_app, server, key, f"{QUESTION} ai-sdk")
+    # another wording than the node test's (its answers are not cached for this one), which the
+    # sources still answer: a question padded with words they never say ("… ai-sdk (stream)")
+    # may be abstained on, its token alignment finding nothing for them
+    question = "So when do production deploys run?"
+    env = await slow_upstream_and_env(gen_app, server, key, question)
     try:
         out = await run_node(npm_dir, "ai_sdk.mjs", env)
         last = await server_work_ended(gen_app)

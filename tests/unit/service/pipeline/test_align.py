@@ -74,9 +74,10 @@ def test_the_window_is_the_best_sentences_of_the_top_passages() -> None:
     assert alignment_window(hits[1:2]) == ""
 
 
-def _logistic(feature: str, coef: float, threshold: float = 0.5) -> Logistic:
+def _logistic(feature: str, coef: float, mean: float = 0.0, scale: float = 1.0) -> Logistic:
+    """p = sigmoid(coef · (x − mean) / scale), abstaining below 0.5."""
     return Logistic(
-        features=[feature], mean=[0.0], scale=[1.0], coef=[coef], intercept=0.0, threshold=threshold
+        features=[feature], mean=[mean], scale=[scale], coef=[coef], intercept=0.0, threshold=0.5
     )
 
 
@@ -84,22 +85,8 @@ MODEL = Model(
     version="t",
     models={
         # p = sigmoid(4 · (sentence_sim − 0.5)) around 0.5: unsure near 0.5, sure far from it
-        "sentence": Logistic(
-            features=["sentence_sim"],
-            mean=[0.5],
-            scale=[0.25],
-            coef=[1.0],
-            intercept=0.0,
-            threshold=0.5,
-        ),
-        "aligned": Logistic(
-            features=["align_min"],
-            mean=[0.5],
-            scale=[0.1],
-            coef=[1.0],
-            intercept=0.0,
-            threshold=0.5,
-        ),
+        "sentence": _logistic("sentence_sim", 1.0, mean=0.5, scale=0.25),
+        "aligned": _logistic("align_min", 1.0, mean=0.5, scale=0.1),
         "lexical": _logistic("coverage", 1.0),
     },
     align_band=[0.1, 0.8],
@@ -191,10 +178,10 @@ async def test_the_stage_aligns_and_is_bounded_when_late_or_busy() -> None:
     slow = Aligner(FakeTokens(gate), timeout_ms=30, max_backlog=1)
     late = Budget(5000)
     assert await slow.align("who founded the company", HITS, late) is None
-    assert late.degraded == ["alignment"]  # the answer says the decision was made without it
+    assert late.degraded == ["alignment_timeout"]  # the answer says it decided without it
     busy = Budget(5000)  # the first run still holds the one slot
     assert await slow.align("who founded the company", HITS, busy) is None
-    assert busy.degraded == ["alignment"] and slow.skipped == 2
+    assert busy.degraded == ["alignment_busy"] and slow.skipped == 2
     gate.set()
     await asyncio.sleep(0.05)
     assert await slow.align("who founded the company", HITS, Budget(5000)) is not None
