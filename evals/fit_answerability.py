@@ -40,15 +40,13 @@ from evals.logistic import fit_xy
 from evals.prepare import principal, sync_corpus
 from evals.suite import load_suite
 from service.answerability import (
-    ALIGN_MAX_TOKENS,
-    ALIGN_QUESTION_TOKENS,
     MODEL_PATH,
     Logistic,
     Model,
     Signals,
-    alignment,
     alignment_window,
     compute,
+    token_alignment,
 )
 from service.config import load_settings
 from service.embed.protocol import Embedder, TokenEmbedder
@@ -148,9 +146,7 @@ def align(embedder: Embedder, question: str, hits: Sequence[Hit], sig: Signals) 
         return sig
     if not isinstance(embedder, TokenEmbedder):
         return sig
-    q = embedder.token_states([question], ALIGN_QUESTION_TOKENS)[0]
-    w = embedder.token_states([window], ALIGN_MAX_TOKENS)[0]
-    sig.align_mean, sig.align_min = alignment(question, q, w)
+    sig.align_mean, sig.align_min = token_alignment(embedder, question, window)
     sig.has_alignment = True
     return sig
 

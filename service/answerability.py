@@ -43,6 +43,7 @@ import numpy as np
 import numpy.typing as npt
 import regex
 
+from service.embed.protocol import TokenEmbedder
 from service.index.fusion import DENSE_KEY
 from service.index.idf import bm25_of_terms, max_bm25, recover_idf
 from service.index.protocol import NO_SCORE, Hit
@@ -253,6 +254,14 @@ def alignment(
     return float(picked.mean()), float(picked.min())
 
 
+def token_alignment(embedder: TokenEmbedder, question: str, window: str) -> tuple[float, float]:
+    """Run the model over the question and the window (`alignment_window`) and align them.
+    Blocking: call off the loop."""
+    q = embedder.token_states([question], ALIGN_QUESTION_TOKENS)[0]
+    w = embedder.token_states([window], ALIGN_MAX_TOKENS)[0]
+    return alignment(question, q, w)
+
+
 class Logistic(msgspec.Struct, kw_only=True):
     features: list[str]
     mean: list[float]
@@ -345,11 +354,21 @@ def decide(
     """`aligned`: the question's token alignment (`alignment`), when it was computed."""
     model = model or load_model()
     sig = compute(question, hits)
+    if not hits:
+        return Decision(answerable=False, probability=0.0, model="none", signals=sig)
+    return _decision(model, sig, aligned)
+
+
+def realign(decision: Decision, aligned: tuple[float, float], model: Model) -> Decision:
+    """`decision` decided again with the question's token alignment, over the signals it already
+    has (nothing is recomputed)."""
+    return _decision(model, msgspec.structs.replace(decision.signals), aligned)
+
+
+def _decision(model: Model, sig: Signals, aligned: tuple[float, float] | None) -> Decision:
     if aligned is not None:
         sig.align_mean, sig.align_min = aligned
         sig.has_alignment = True
-    if not hits:
-        return Decision(answerable=False, probability=0.0, model="none", signals=sig)
     name = model.pick_name(sig)
     logit = model.models[name]
     p = logit.probability(sig)

@@ -188,8 +188,8 @@ class Runtime:
             self.router,
             settings,
             grounder=Grounder.from_settings(settings.grounding, embedder),
-            # one worker: two would take a core from the query embedder under load (4 clients:
-            # extractive TTFT p95 85 / 103 ms against 82 / 78 with one, README issue #14)
+            # one worker (service/pipeline/align.py): two took a core from the query embedder
+            # under load (4 clients: extractive TTFT p95 85 / 103 ms against 82 / 78 with one)
             aligner=Aligner.of(embedder, settings.generator.align_ms),
         )
         self.answers = CachingPipeline(

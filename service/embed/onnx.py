@@ -204,7 +204,7 @@ class OnnxEmbedder:
             }
             (hidden,) = self._session.run(["last_hidden_state"], {k: feed[k] for k in self._inputs})
             special = e.special_tokens_mask[: len(ids) - 1] + e.special_tokens_mask[-1:]
-            keep = [i for i, s in enumerate(special[: len(ids)]) if not s]
+            keep = [i for i, s in enumerate(special) if not s]
             vecs = hidden[0][keep]
             vecs = vecs / np.clip(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-9, None)
             offsets = [e.offsets[i] for i in keep]

@@ -4,7 +4,7 @@ Where the cheap `sentence` model is unsure (`Model.wants_alignment`), the questi
 word pieces are matched against the tokens of the best sentences by the embedder's contextual
 token states (`service.answerability.alignment`), and the `aligned` model decides. The two model
 runs (question, about 10 model tokens; two sentences, about 60) are CPU work: one worker thread
-(the runtime's; a second took a core from the query embedder under load), a bounded backlog and a
+(a second took a core from the query embedder under load), a bounded backlog and a
 deadline (`generator.align_ms`, capped by the request's budget). When it
 is busy or late the `sentence` model's decision stands and `done.degraded` says
 `alignment_busy` or `alignment_timeout` (such an answer is not cached).
@@ -17,49 +17,39 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from service.answerability import (
-    ALIGN_MAX_TOKENS,
-    ALIGN_QUESTION_TOKENS,
-    alignment,
-    alignment_window,
-)
+from service.answerability import alignment_window, token_alignment
 from service.embed.protocol import Embedder, TokenEmbedder
 from service.index.protocol import Hit
 from service.pipeline.budget import Budget
 
 
 class Aligner:
-    def __init__(
-        self, embedder: TokenEmbedder, *, timeout_ms: float, workers: int = 1, max_backlog: int = 8
-    ) -> None:
+    def __init__(self, embedder: TokenEmbedder, *, timeout_ms: float, max_backlog: int = 8) -> None:
         self.embedder = embedder
         self.timeout_ms = timeout_ms
         self.max_backlog = max_backlog
-        self._executor = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="align")
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="align")
         self._backlog = 0
         self._lock = threading.Lock()
         self.skipped = 0
         """Questions decided without alignment because the worker was busy or late."""
 
     @classmethod
-    def of(cls, embedder: Embedder | None, timeout_ms: float, workers: int = 1) -> Aligner | None:
+    def of(cls, embedder: Embedder | None, timeout_ms: float) -> Aligner | None:
         """An aligner over `embedder`'s token states; None when it has none or it is off."""
         if timeout_ms <= 0 or not isinstance(embedder, TokenEmbedder):
             return None
-        return cls(embedder, timeout_ms=timeout_ms, workers=workers)
+        return cls(embedder, timeout_ms=timeout_ms)
 
     async def warm_up(self, question: str, window: str) -> None:
         """Both runs once, before serving: ONNX Runtime sizes its buffers on a shape's first
         input, which a first request would otherwise pay past its deadline."""
         loop = asyncio.get_running_loop()
-        for text, tokens in ((question, ALIGN_QUESTION_TOKENS), (window, ALIGN_MAX_TOKENS)):
-            await loop.run_in_executor(self._executor, self.embedder.token_states, [text], tokens)
+        await loop.run_in_executor(self._executor, token_alignment, self.embedder, question, window)
 
     def _run(self, question: str, window: str) -> tuple[float, float]:
         try:
-            q = self.embedder.token_states([question], ALIGN_QUESTION_TOKENS)[0]
-            w = self.embedder.token_states([window], ALIGN_MAX_TOKENS)[0]
-            return alignment(question, q, w)
+            return token_alignment(self.embedder, question, window)
         finally:
             with self._lock:
                 self._backlog -= 1

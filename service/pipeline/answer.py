@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 
 from service import telemetry
-from service.answerability import Decision, answer_confidence, decide, load_model
+from service.answerability import Decision, answer_confidence, decide, load_model, realign
 from service.config import Settings
 from service.errors import InvalidRequest, RaglineError, UpstreamError
 from service.generate.extractive import NO_ANSWER
@@ -169,7 +169,7 @@ class AnswerPipeline:
         if self.aligner is not None and hits and model.wants_alignment(decision.signals):
             aligned = await self.aligner.align(query, hits, budget)
             if aligned is not None:
-                decision = decide(query, hits, model, aligned=aligned)
+                decision = realign(decision, aligned, model)
         return decision
 
     async def events(self, p: PreparedAnswer) -> AsyncIterator[Event]:
