@@ -7,6 +7,8 @@ pipeline is tokenize (fast `tokenizers`) → transformer (ONNX) → masked mean 
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,9 @@ from service.embed.protocol import Embedder, TokenStates, Vectors
 from service.embed.spans import Span, pool_spans
 
 ONNX_FILE = "model.onnx"
+RECENT_QUERIES = 64
+"""Recent queries whose token states are kept from their embedding pass (token alignment reads
+the question's again: `OnnxEmbedder.token_states`)."""
 _SUPPORTED_MODULES = {
     "sentence_transformers.models.Transformer",
     "sentence_transformers.models.Pooling",
@@ -110,6 +115,10 @@ class OnnxEmbedder:
         """What queries run on: `none` (the fp32 model) or the quantized copy's kind."""
         self.lone: Embedder | None = None
         """A lone query's embedder (`lone_queries`), set by the loader when serving."""
+        self._wide: Any = None  # the fp32 model on more threads (`lone_queries`), if made
+        self._recent: OrderedDict[str, tuple[TokenStates, int]] = OrderedDict()
+        self._guard = threading.Lock()
+        self._running = 0  # model calls in flight, on any session
 
     def query_sessions(self) -> dict[str, Any]:
         """The fp32 session (`none`) and, if there is one, the quantized copy's (its kind)."""
@@ -129,6 +138,17 @@ class OnnxEmbedder:
             sess_options=_session_options(threads),
             providers=["CPUExecutionProvider"],
         )
+        # token states (alignment) are the fp32 model's: this session when it runs it, else
+        # one of its own (~90 MB and ~0.15 s at load, on hosts whose queries run quantized)
+        self._wide = (
+            session
+            if self._query_path == self._onnx_path
+            else ort.InferenceSession(
+                str(self._onnx_path),
+                sess_options=_session_options(threads),
+                providers=["CPUExecutionProvider"],
+            )
+        )
         return _Queries(self, session)
 
     def keep_query_model(self, kind: str) -> None:
@@ -138,6 +158,18 @@ class OnnxEmbedder:
         self.query_model = kind
         if kind == "none":
             self._query_path = self._onnx_path
+
+    def _run(self, session: Any, feed: dict[str, Any]) -> npt.NDArray[np.float32]:
+        """The model's token states for `feed` on `session`, counted while it runs."""
+        with self._guard:
+            self._running += 1
+        try:
+            (hidden,) = session.run(["last_hidden_state"], {k: feed[k] for k in self._inputs})
+        finally:
+            with self._guard:
+                self._running -= 1
+        out: npt.NDArray[np.float32] = hidden
+        return out
 
     def _forward(
         self, texts: Sequence[str], session: Any = None
@@ -150,8 +182,7 @@ class OnnxEmbedder:
             "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
             "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
         }
-        run = (session or self._session).run
-        (hidden,) = run(["last_hidden_state"], {k: feed[k] for k in self._inputs})
+        hidden = self._run(session or self._session, feed)
         return encodings, hidden, feed["attention_mask"]
 
     def embed(self, texts: Sequence[str]) -> Vectors:
@@ -159,18 +190,36 @@ class OnnxEmbedder:
         return self._embed(texts, self._session)
 
     def embed_queries(self, texts: Sequence[str]) -> Vectors:
-        """Query vectors: on the quantized copy when there is one."""
-        return self._embed(texts, self._query_session)
+        """Query vectors: on the quantized copy when there is one. A query run on the fp32
+        model keeps its token states for a while (`token_states` reads them again)."""
+        return self._embed(texts, self._query_session, keep=True)
 
     def for_queries(self) -> Embedder:
         """This embedder as the query path sees it (`embed` is `embed_queries`)."""
-        return _Queries(self) if self._query_session is not self._session else self
+        return _Queries(self)
 
-    def _embed(self, texts: Sequence[str], session: Any) -> Vectors:
+    def _embed(self, texts: Sequence[str], session: Any, *, keep: bool = False) -> Vectors:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        _, hidden, mask = self._forward(texts, session)
+        encodings, hidden, mask = self._forward(texts, session)
+        if keep and (session is self._session or session is self._wide):
+            for text, e, states in zip(texts, encodings, hidden, strict=True):
+                self._remember(text, e, states)
         return mean_pool(hidden, mask)
+
+    def _remember(self, text: str, e: Any, hidden: npt.NDArray[np.float32]) -> None:
+        n = sum(e.attention_mask)
+        states = _unit_states(hidden[:n], e.special_tokens_mask[:n], e.offsets[:n])
+        with self._guard:
+            self._recent[text] = (states, n)
+            self._recent.move_to_end(text)
+            while len(self._recent) > RECENT_QUERIES:
+                self._recent.popitem(last=False)
+
+    def _recall(self, text: str, max_tokens: int) -> TokenStates | None:
+        with self._guard:
+            kept = self._recent.get(text)
+        return kept[0] if kept is not None and kept[1] <= max_tokens else None
 
     def embed_spans(
         self, texts: Sequence[str], spans: Sequence[Sequence[Span]]
@@ -189,11 +238,23 @@ class OnnxEmbedder:
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return [len(e.ids) for e in self._counter.encode_batch(list(texts))]
 
-    def token_states(self, texts: Sequence[str], max_tokens: int) -> list[TokenStates]:
+    def token_states(
+        self, texts: Sequence[str], max_tokens: int, *, wide: bool | None = None
+    ) -> list[TokenStates]:
         """Each text run alone (no padding) on the fp32 model, truncated at `max_tokens`: its
-        L2-normalized token vectors and their char offsets, special tokens left out."""
+        L2-normalized token vectors and their char offsets, special tokens left out.
+
+        A query the fp32 model embedded lately (`embed_queries`) is not run again: its states
+        from that pass are the same (the question of a token alignment). `wide`: run on the
+        fp32 model's wide session (`lone_queries`, when there is one); None, only while no
+        other model call runs, so a lone answer's alignment uses the cores that would idle
+        and, under load, takes one thread like every other call."""
         out: list[TokenStates] = []
         for text in texts:
+            kept = self._recall(text, max_tokens)
+            if kept is not None:
+                out.append(kept)
+                continue
             e = self._counter.encode(text)
             n = min(len(e.ids), max_tokens)
             ids = e.ids[: n - 1] + e.ids[-1:] if n < len(e.ids) else e.ids  # keep [SEP]
@@ -202,14 +263,25 @@ class OnnxEmbedder:
                 "attention_mask": np.ones((1, len(ids)), dtype=np.int64),
                 "token_type_ids": np.zeros((1, len(ids)), dtype=np.int64),
             }
-            (hidden,) = self._session.run(["last_hidden_state"], {k: feed[k] for k in self._inputs})
+            if wide is None:
+                wide = self._running == 0
+            session = self._wide if wide and self._wide is not None else self._session
+            hidden = self._run(session, feed)
             special = e.special_tokens_mask[: len(ids) - 1] + e.special_tokens_mask[-1:]
-            keep = [i for i, s in enumerate(special) if not s]
-            vecs = hidden[0][keep]
-            vecs = vecs / np.clip(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-9, None)
-            offsets = [e.offsets[i] for i in keep]
-            out.append((vecs.astype(np.float32), offsets))
+            offsets = e.offsets[: len(ids) - 1] + e.offsets[-1:]
+            out.append(_unit_states(hidden[0], special, offsets))
         return out
+
+
+def _unit_states(
+    hidden: npt.NDArray[np.float32], special: Sequence[int], offsets: Sequence[tuple[int, int]]
+) -> TokenStates:
+    """One text's token states without its special tokens, each L2-normalized, with its
+    char offsets."""
+    keep = [i for i, s in enumerate(special) if not s]
+    vecs = hidden[keep]
+    vecs = vecs / np.clip(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-9, None)
+    return vecs.astype(np.float32), [offsets[i] for i in keep]
 
 
 def _session_options(threads: int) -> Any:
@@ -226,7 +298,8 @@ def _session_options(threads: int) -> Any:
 
 class _Queries:
     """An `OnnxEmbedder` whose `embed` runs on its query model (or on `session`, the same
-    model with more threads: `lone_queries`)."""
+    model with more threads: `lone_queries`; on one thread after all when another model call
+    already runs, so two calls never ask for more threads than there are cores)."""
 
     def __init__(self, inner: OnnxEmbedder, session: Any = None) -> None:
         self.inner = inner
@@ -234,8 +307,9 @@ class _Queries:
         self.name, self.dim, self.max_tokens = inner.name, inner.dim, inner.max_tokens
 
     def embed(self, texts: Sequence[str]) -> Vectors:
-        if self.session is not None:
-            return self.inner._embed(texts, self.session)
+        # the wide session only while no other model call (a token alignment) runs
+        if self.session is not None and self.inner._running == 0:
+            return self.inner._embed(texts, self.session, keep=True)
         return self.inner.embed_queries(texts)
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:

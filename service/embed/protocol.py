@@ -49,9 +49,12 @@ class TokenEmbedder(Embedder, Protocol):
     """An embedder that also hands out its per-token states (token alignment: how well each
     question word is matched by a word of a sentence, service.answerability)."""
 
-    def token_states(self, texts: Sequence[str], max_tokens: int) -> list[TokenStates]:
+    def token_states(
+        self, texts: Sequence[str], max_tokens: int, *, wide: bool | None = None
+    ) -> list[TokenStates]:
         """Each text's token vectors (truncated at `max_tokens` model tokens) from the fp32
-        model. Blocking: call off the loop."""
+        model. `wide`: on more threads (None: only while nothing else runs), where the
+        embedder can. Blocking: call off the loop."""
         ...
 
 

@@ -5,34 +5,34 @@ word pieces are matched against the tokens of the best sentences by the embedder
 token states (`service.answerability.alignment`), and the `aligned` model decides. The two model
 runs (question, about 10 model tokens; two sentences, about 60) are CPU work: one worker thread
 (a second took a core from the query embedder under load), a bounded backlog and a
-deadline (`generator.align_ms`, capped by the request's budget). When it
-is busy or late the `sentence` model's decision stands and `done.degraded` says
-`alignment_busy` or `alignment_timeout` (such an answer is not cached).
+deadline (`generator.align_ms`, capped by the request's budget). The question's run is skipped
+when the query embedding has just made its states, and the sentences' run takes every core
+while no other model call runs (`OnnxEmbedder.token_states`). When it is busy or late the
+`sentence` model's decision stands and `done.degraded` says `alignment_busy` or
+`alignment_timeout` (such an answer is not cached).
 """
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 
-from service.answerability import alignment_window, token_alignment
+from service.answerability import ALIGN_MAX_TOKENS, alignment_window, token_alignment
 from service.embed.protocol import Embedder, TokenEmbedder
 from service.index.protocol import Hit
 from service.pipeline.budget import Budget
+from service.pipeline.worker import BoundedWorker
 
 
 class Aligner:
     def __init__(self, embedder: TokenEmbedder, *, timeout_ms: float, max_backlog: int = 8) -> None:
         self.embedder = embedder
         self.timeout_ms = timeout_ms
-        self.max_backlog = max_backlog
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="align")
-        self._backlog = 0
-        self._lock = threading.Lock()
-        self.skipped = 0
+        self.worker = BoundedWorker("align", max_backlog)
+
+    @property
+    def skipped(self) -> int:
         """Questions decided without alignment because the worker was busy or late."""
+        return self.worker.skipped
 
     @classmethod
     def of(cls, embedder: Embedder | None, timeout_ms: float) -> Aligner | None:
@@ -43,16 +43,10 @@ class Aligner:
 
     async def warm_up(self, question: str, window: str) -> None:
         """Both runs once, before serving: ONNX Runtime sizes its buffers on a shape's first
-        input, which a first request would otherwise pay past its deadline."""
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._executor, token_alignment, self.embedder, question, window)
-
-    def _run(self, question: str, window: str) -> tuple[float, float]:
-        try:
-            return token_alignment(self.embedder, question, window)
-        finally:
-            with self._lock:
-                self._backlog -= 1
+        input, which a first request would otherwise pay past its deadline. The window also
+        on one thread, as a run beside other model calls takes it."""
+        await self.worker.warm(token_alignment, self.embedder, question, window)
+        await self.worker.warm(self.embedder.token_states, [window], ALIGN_MAX_TOKENS, wide=False)
 
     async def align(
         self, question: str, hits: Sequence[Hit], budget: Budget
@@ -62,21 +56,14 @@ class Aligner:
         window = alignment_window(hits)
         if not window:
             return None
-        with self._lock:
-            if self._backlog >= self.max_backlog:
-                self.skipped += 1
-                budget.degrade("alignment_busy")
-                return None
-            self._backlog += 1
-        loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(self._executor, self._run, question, window)
-        try:
-            async with budget.stage("alignment", self.timeout_ms):
-                return await asyncio.shield(future)
-        except TimeoutError:
-            self.skipped += 1
-            budget.degrade("alignment_timeout")
+        future = self.worker.submit(token_alignment, self.embedder, question, window)
+        if future is None:
+            budget.degrade("alignment_busy")
             return None
+        aligned = await self.worker.wait(future, budget.stage("alignment", self.timeout_ms))
+        if aligned is None:
+            budget.degrade("alignment_timeout")
+        return aligned
 
     def close(self) -> None:
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        self.worker.close()

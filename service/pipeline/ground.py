@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 
 from service.config import GroundingSettings
 from service.embed.protocol import Embedder
 from service.grounding import GroundednessScorer
+from service.pipeline.worker import BoundedWorker
 
 GroundednessObserver = Callable[[float], None]
 """Called with each answer's groundedness score (0..1), e.g. a histogram's `observe`."""
@@ -33,13 +32,13 @@ class Grounder:
     ) -> None:
         self.scorer = scorer
         self.timeout_ms = timeout_ms
-        self.max_backlog = max_backlog
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="grounding")
-        self._backlog = 0
-        self._lock = threading.Lock()
+        self.worker = BoundedWorker("grounding", max_backlog)
         self._observers: list[GroundednessObserver] = []
-        self.skipped = 0
+
+    @property
+    def skipped(self) -> int:
         """Answers left unscored because the worker was busy or late."""
+        return self.worker.skipped
 
     @classmethod
     def from_settings(cls, settings: GroundingSettings, embedder: Embedder | None) -> Grounder:
@@ -61,30 +60,20 @@ class Grounder:
         scorer = self.scorer
         if scorer is None or not answer.strip() or not sources:
             return None
-        with self._lock:
-            if self._backlog >= self.max_backlog:
-                self.skipped += 1
-                return None
-            self._backlog += 1
-        loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(self._executor, self._run, scorer, answer, dict(sources))
-        try:
-            async with asyncio.timeout(self.timeout_ms / 1000):
-                value = await asyncio.shield(future)
-        except TimeoutError:
-            self.skipped += 1
+        future = self.worker.submit(_support, scorer, answer, dict(sources))
+        if future is None:
+            return None
+        value = await self.worker.wait(future, asyncio.timeout(self.timeout_ms / 1000))
+        if value is None:
             return None
         for observe in self._observers:
             with contextlib.suppress(Exception):  # a broken metric must not break answers
                 observe(value)
         return value
 
-    def _run(self, scorer: GroundednessScorer, answer: str, sources: dict[str, str]) -> float:
-        try:
-            return round(scorer.support(answer, sources), 4)
-        finally:
-            with self._lock:
-                self._backlog -= 1
-
     def close(self) -> None:
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        self.worker.close()
+
+
+def _support(scorer: GroundednessScorer, answer: str, sources: dict[str, str]) -> float:
+    return round(scorer.support(answer, sources), 4)

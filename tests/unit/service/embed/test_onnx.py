@@ -179,7 +179,8 @@ def test_queries_on_a_quantized_copy_stay_close_and_documents_stay_fp32(
     cos = (queries * exact).sum(1)
     # the quantized model ran, and stayed close
     assert cos.min() >= min_cos and cos.mean() >= mean_cos and not np.array_equal(queries, exact)
-    assert for_queries(fp32) is fp32  # no copy: queries and documents share the model
+    # no copy: queries and documents share the model
+    np.testing.assert_array_equal(for_queries(fp32).embed(ENGLISH), exact)
     # what indexing stores (and any document embedded with `embed`) is never quantized
     np.testing.assert_array_equal(mixed.embed(ENGLISH), exact)
     spans = [[(0, 5)] for _ in ENGLISH]
@@ -281,3 +282,55 @@ def test_token_states_are_the_models_own_and_point_into_the_text(embedder: OnnxE
     assert len(cut) == len(cut_offsets) == 30  # 32 tokens, [CLS] and [SEP] among them
     [(hindi, _)] = embedder.token_states([HINDI_HINGLISH[0]], 64)
     assert len(hindi) > 0
+
+
+def test_a_query_just_embedded_is_not_run_again_for_its_token_states(onnx_dir: Path) -> None:
+    """Token alignment asks for the question's states right after its query embedding: they
+    come from that pass (the same model, the same states) instead of a second model run."""
+    fp32 = OnnxEmbedder(packaged_model_dir(), onnx_dir, threads=1)
+    question = ENGLISH[0]
+    [(want, want_offsets)] = fp32.token_states([question], 32)
+    runs: list[int] = []
+    real = fp32._run
+
+    def counted(session: object, feed: dict[str, np.ndarray]) -> np.ndarray:
+        runs.append(feed["input_ids"].shape[1])
+        return real(session, feed)
+
+    fp32._run = counted  # type: ignore[method-assign]
+    for_queries(fp32).embed([question, ENGLISH[1]])  # a batch: padded rows are kept too
+    assert len(runs) == 1
+    [(got, got_offsets)] = fp32.token_states([question], 32)
+    assert len(runs) == 1  # no second run
+    assert got_offsets == want_offsets
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    # a question longer than asked is run again, truncated as asked
+    for_queries(fp32).embed([LONG])
+    [(cut, _)] = fp32.token_states([LONG], 32)
+    assert len(runs) == 3 and runs[-1] == 32 and len(cut) == 30
+    # documents are never kept: only queries are asked for again
+    fp32.embed([ENGLISH[2]])
+    fp32.token_states([ENGLISH[2]], 32)
+    assert len(runs) == 5
+
+
+def test_a_quantized_querys_states_are_not_taken_for_the_fp32_models(onnx_dir: Path) -> None:
+    """Alignment was fitted on the fp32 model's states: a query embedded on a quantized copy
+    keeps nothing, and its states are computed on the fp32 model (on every core when a wide
+    session exists and nothing else runs: the same states)."""
+    from service.embed.quantize import quantized_query_model  # noqa: PLC0415
+
+    q8 = quantized_query_model(onnx_dir, "block8")
+    assert q8 is not None
+    mixed = OnnxEmbedder(packaged_model_dir(), onnx_dir, threads=1, query_model=q8)
+    fp32 = OnnxEmbedder(packaged_model_dir(), onnx_dir, threads=1)
+    question = ENGLISH[1]
+    for_queries(mixed).embed([question])
+    assert mixed._recall(question, 64) is None
+    [(got, _)] = mixed.token_states([question], 64)
+    [(want, _)] = fp32.token_states([question], 64)
+    np.testing.assert_array_equal(got, want)
+    assert mixed.lone_queries(2) is not None  # its wide session runs the quantized copy
+    for wide in (True, False, None):
+        [(states, _)] = mixed.token_states([LONG], 96, wide=wide)
+        np.testing.assert_allclose(states, fp32.token_states([LONG], 96)[0][0], atol=1e-4)

@@ -128,7 +128,9 @@ class FakeTokens:
         rng = np.random.default_rng(zlib.crc32(word.lower().strip("?.,").encode()))
         return _unit(*rng.standard_normal(self.dim))
 
-    def token_states(self, texts: Sequence[str], max_tokens: int) -> list[TokenStates]:
+    def token_states(
+        self, texts: Sequence[str], max_tokens: int, *, wide: bool | None = None
+    ) -> list[TokenStates]:
         self.calls += 1
         if self.gate is not None:
             self.gate.wait(5)
