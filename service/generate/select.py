@@ -27,7 +27,7 @@ import regex
 
 from service.generate.protocol import Passage
 from service.index.protocol import NO_SCORE
-from service.text.markdown import is_block, units
+from service.text.markdown import is_block, said, units
 from service.text.terms import held_terms
 
 PASSAGE_PRIOR = 0.6
@@ -93,7 +93,7 @@ def candidates(
                     pos=pos,
                     text=sent,
                     source=p.id,
-                    terms=held_terms(sent, keys),
+                    terms=held_terms(said(sent), keys),
                     sim=sim,
                 )
             )

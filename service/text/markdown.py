@@ -158,6 +158,20 @@ def blocks(text: str) -> list[tuple[str, str]]:
     return out
 
 
+_LINK = regex.compile(r"!?\[([^\]\n]*)\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"\n]*\")?\)")
+_AUTOLINK = regex.compile(r"<(?:https?|ftp|mailto):[^<>\s]*>", regex.IGNORECASE)
+
+
+def said(unit: str) -> str:
+    """What a unit says, for matching it against a question: a Markdown link or image is its
+    text (the target is where it points: every link of a changelog line to
+    `github.com/fastapi/fastapi/pull/…` would otherwise say "fastapi"), an autolink nothing;
+    a fenced code block as written."""
+    if _FENCE.match(unit):
+        return unit
+    return _AUTOLINK.sub("", _LINK.sub(lambda m: m.group(1), unit))
+
+
 def is_block(unit: str) -> bool:
     """A unit that must keep its lines (a code block, a list, a table)."""
     return "\n" in unit

@@ -6,7 +6,7 @@ from service.generate import select
 from service.generate.extractive import pick_sentences, render
 from service.generate.protocol import Passage
 from service.ingest.chunking import chunk_document
-from service.text.markdown import blocks, strip_directives, units
+from service.text.markdown import blocks, said, strip_directives, units
 
 pytestmark = pytest.mark.unit
 
@@ -255,3 +255,52 @@ def test_a_sentence_ending_in_a_colon_comes_with_what_it_introduces() -> None:
 )
 def test_which_sentences_carry_on(sentence: str, carries: bool) -> None:
     assert select.carries_on(sentence) is carries
+
+
+def test_a_link_says_its_text_not_its_target() -> None:
+    """A changelog line's links all point at github.com/fastapi/fastapi/pull/…: their targets
+    do not make the line say "FastAPI" (a Hinglish question about testing got two such
+    attribution lines quoted after the sentence that answered it)."""
+    passages = [
+        Passage(
+            id="S1",
+            title="Release notes",
+            text=(
+                "[#12731](https://github.com/fastapi/fastapi/pull/12731) by "
+                "[@sptcnl](https://github.com/sptcnl). "
+                "PR [#12741](https://github.com/fastapi/fastapi/pull/12741) by "
+                "[@9zimin9](https://github.com/9zimin9)."
+            ),
+        ),
+        Passage(
+            id="S2",
+            title="Testing",
+            text=(
+                "You can use the TestClient class to test applications. "
+                "Read more in the [FastAPI testing docs](https://fastapi.tiangolo.com/tutorial/testing/)."
+            ),
+        ),
+    ]
+    picked = pick_sentences("Which client tests a FastAPI app?", passages, 3)
+    assert picked and all(source == "S2" for _, source in picked)
+    assert (
+        "Read more in the [FastAPI testing docs](https://fastapi.tiangolo.com/tutorial/testing/).",
+        "S2",
+    ) in picked  # its text still says "FastAPI"
+
+
+@pytest.mark.parametrize(
+    ("unit", "says"),
+    [
+        ("see [the docs](https://x.org/fastapi/a_(b)) now", "see the docs now"),
+        ('an ![image](img/a.png "title") here', "an image here"),
+        ("go to <https://fastapi.tiangolo.com> today", "go to  today"),
+        ("a [bracket] and (paren) stay", "a [bracket] and (paren) stay"),
+        (
+            "```\ncurl [x](http://localhost:8000/items/)\n```",
+            "```\ncurl [x](http://localhost:8000/items/)\n```",
+        ),
+    ],
+)
+def test_what_a_unit_says(unit: str, says: str) -> None:
+    assert said(unit) == says
