@@ -191,6 +191,8 @@ class OnnxEmbedder:
         return mean_pool(hidden, mask)
 
     def _remember(self, text: str, e: Any, hidden: npt.NDArray[np.float32]) -> None:
+        if e.overflowing:  # cut at the model's length: not the whole text's states
+            return
         n = sum(e.attention_mask)
         states = _unit_states(hidden[:n], e.special_tokens_mask[:n], e.offsets[:n])
         with self._guard:

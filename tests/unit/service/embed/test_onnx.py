@@ -287,7 +287,7 @@ def test_token_states_are_the_models_own_and_point_into_the_text(embedder: OnnxE
 def test_a_query_just_embedded_is_not_run_again_for_its_token_states(onnx_dir: Path) -> None:
     """Token alignment asks for the question's states right after its query embedding: they
     come from that pass (the same model, the same states) instead of a second model run."""
-    fp32 = OnnxEmbedder(packaged_model_dir(), onnx_dir, threads=1)
+    fp32 = onnx_export.load_onnx_embedder(packaged_model_dir(), onnx_dir, threads=1)
     question = ENGLISH[0]
     [(want, want_offsets)] = fp32.token_states([question], 32)
     runs: list[int] = []
@@ -308,10 +308,14 @@ def test_a_query_just_embedded_is_not_run_again_for_its_token_states(onnx_dir: P
     for_queries(fp32).embed([LONG])
     [(cut, _)] = fp32.token_states([LONG], 32)
     assert len(runs) == 3 and runs[-1] == 32 and len(cut) == 30
+    # a query the model cut at its length is not kept: those are not the whole text's states
+    long = " ".join([LONG] * 3)
+    for_queries(fp32).embed([long])
+    assert fp32._recall(long, 10_000) is None
     # documents are never kept: only queries are asked for again
     fp32.embed([ENGLISH[2]])
     fp32.token_states([ENGLISH[2]], 32)
-    assert len(runs) == 5
+    assert len(runs) == 6
 
 
 def test_a_quantized_querys_states_are_not_taken_for_the_fp32_models(onnx_dir: Path) -> None:
@@ -320,10 +324,10 @@ def test_a_quantized_querys_states_are_not_taken_for_the_fp32_models(onnx_dir: P
     session exists and nothing else runs: the same states)."""
     from service.embed.quantize import quantized_query_model  # noqa: PLC0415
 
+    fp32 = onnx_export.load_onnx_embedder(packaged_model_dir(), onnx_dir, threads=1)
     q8 = quantized_query_model(onnx_dir, "block8")
     assert q8 is not None
     mixed = OnnxEmbedder(packaged_model_dir(), onnx_dir, threads=1, query_model=q8)
-    fp32 = OnnxEmbedder(packaged_model_dir(), onnx_dir, threads=1)
     question = ENGLISH[1]
     for_queries(mixed).embed([question])
     assert mixed._recall(question, 64) is None
