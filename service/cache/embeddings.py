@@ -15,7 +15,7 @@ from service.cache.flights import SingleFlight
 from service.cache.keys import Keys
 from service.cache.store import TieredCache
 from service.embed.batcher import MicroBatcher
-from service.embed.protocol import Vectors
+from service.embed.protocol import QUERY_EMBEDDED, Vectors
 
 KIND = "embedding"
 
@@ -53,7 +53,9 @@ class CachingEmbedder:
         raw, _ = await self.cache.get(KIND, key)
         if raw is not None:
             return np.frombuffer(raw, dtype=np.float32)
-        vec, _ = await self._flights.run(key, lambda: self._compute(key, text))
+        vec, joined = await self._flights.run(key, lambda: self._compute(key, text))
+        if not joined:  # it ran in the flight's own task: say so in this request's context
+            QUERY_EMBEDDED.set(True)
         return vec
 
     async def _compute(self, key: str, text: str) -> Vectors:

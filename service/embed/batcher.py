@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from service.embed.protocol import Embedder, Vectors
+from service.embed.protocol import QUERY_EMBEDDED, Embedder, Vectors
 from service.errors import Overloaded
 
 
@@ -79,7 +79,9 @@ class MicroBatcher:
             self._queue.put_nowait((text, fut))
         except asyncio.QueueFull:
             raise Overloaded("embedding queue is full", retry_after=0.5) from None
-        return await fut
+        vector = await fut
+        QUERY_EMBEDDED.set(True)  # this request's own pass: its token states may be read
+        return vector
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()

@@ -224,19 +224,25 @@ class OnnxEmbedder:
         return [len(e.ids) for e in self._counter.encode_batch(list(texts))]
 
     def token_states(
-        self, texts: Sequence[str], max_tokens: int, *, wide: bool | None = None
+        self,
+        texts: Sequence[str],
+        max_tokens: int,
+        *,
+        wide: bool | None = None,
+        recent: bool = False,
     ) -> list[TokenStates]:
         """Each text run alone (no padding) on the fp32 model, truncated at `max_tokens`: its
         L2-normalized token vectors and their char offsets, special tokens left out.
 
-        A query the fp32 model embedded lately (`embed_queries`) is not run again: its states
-        from that pass are the same (the question of a token alignment). `wide`: run on the
+        With `recent`, a query the fp32 model embedded lately (`embed_queries`) is not run
+        again: its states from that pass are the same (the question of a token alignment; the
+        caller says whether its own request ran that pass: `QUERY_EMBEDDED`). `wide`: run on the
         fp32 model's wide session (`lone_queries`, when there is one); None, only while no
         other model call runs, so a lone answer's alignment uses the cores that would idle
         and, under load, takes one thread like every other call."""
         out: list[TokenStates] = []
         for text in texts:
-            kept = self._recall(text, max_tokens)
+            kept = self._recall(text, max_tokens) if recent else None
             if kept is not None:
                 out.append(kept)
                 continue

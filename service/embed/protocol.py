@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -50,12 +51,25 @@ class TokenEmbedder(Embedder, Protocol):
     question word is matched by a word of a sentence, service.answerability)."""
 
     def token_states(
-        self, texts: Sequence[str], max_tokens: int, *, wide: bool | None = None
+        self,
+        texts: Sequence[str],
+        max_tokens: int,
+        *,
+        wide: bool | None = None,
+        recent: bool = False,
     ) -> list[TokenStates]:
         """Each text's token vectors (truncated at `max_tokens` model tokens) from the fp32
         model. `wide`: on more threads (None: only while nothing else runs), where the
-        embedder can. Blocking: call off the loop."""
+        embedder can. `recent`: a text its query embedding ran just now may be read from that
+        pass (`QUERY_EMBEDDED`). Blocking: call off the loop."""
         ...
+
+
+QUERY_EMBEDDED: ContextVar[bool] = ContextVar("ragline_query_embedded", default=False)
+"""Set in a request's context once its own query embedding ran the model (not a cache hit,
+not another request's flight). Only then may token alignment read the question's states from
+that pass: states another request left would make this one's timing say that someone, maybe
+of another tenant, asked the same text a moment ago."""
 
 
 @runtime_checkable

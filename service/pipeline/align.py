@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from service.answerability import ALIGN_MAX_TOKENS, alignment_window, token_alignment
-from service.embed.protocol import Embedder, TokenEmbedder
+from service.embed.protocol import QUERY_EMBEDDED, Embedder, TokenEmbedder
 from service.index.protocol import Hit
 from service.pipeline.budget import Budget
 from service.pipeline.worker import BoundedWorker
@@ -56,7 +56,9 @@ class Aligner:
         window = alignment_window(hits)
         if not window:
             return None
-        future = self.worker.submit(token_alignment, self.embedder, question, window)
+        future = self.worker.submit(
+            token_alignment, self.embedder, question, window, recent=QUERY_EMBEDDED.get()
+        )
         if future is None:
             budget.degrade("alignment_busy")
             return None

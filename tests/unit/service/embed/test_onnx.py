@@ -300,22 +300,24 @@ def test_a_query_just_embedded_is_not_run_again_for_its_token_states(onnx_dir: P
     fp32._run = counted  # type: ignore[method-assign]
     for_queries(fp32).embed([question, ENGLISH[1]])  # a batch: padded rows are kept too
     assert len(runs) == 1
-    [(got, got_offsets)] = fp32.token_states([question], 32)
+    [(got, got_offsets)] = fp32.token_states([question], 32, recent=True)
     assert len(runs) == 1  # no second run
     assert got_offsets == want_offsets
     np.testing.assert_allclose(got, want, atol=1e-5)
+    fp32.token_states([question], 32)  # unless the caller's request did not run that pass
+    assert len(runs) == 2
     # a question longer than asked is run again, truncated as asked
     for_queries(fp32).embed([LONG])
-    [(cut, _)] = fp32.token_states([LONG], 32)
-    assert len(runs) == 3 and runs[-1] == 32 and len(cut) == 30
+    [(cut, _)] = fp32.token_states([LONG], 32, recent=True)
+    assert len(runs) == 4 and runs[-1] == 32 and len(cut) == 30
     # a query the model cut at its length is not kept: those are not the whole text's states
     long = " ".join([LONG] * 3)
     for_queries(fp32).embed([long])
     assert fp32._recall(long, 10_000) is None
     # documents are never kept: only queries are asked for again
     fp32.embed([ENGLISH[2]])
-    fp32.token_states([ENGLISH[2]], 32)
-    assert len(runs) == 6
+    fp32.token_states([ENGLISH[2]], 32, recent=True)
+    assert len(runs) == 7
 
 
 def test_a_quantized_querys_states_are_not_taken_for_the_fp32_models(onnx_dir: Path) -> None:

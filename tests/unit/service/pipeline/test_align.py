@@ -19,7 +19,7 @@ from service.answerability import (
     decide,
 )
 from service.config import load_settings
-from service.embed.protocol import TokenStates, Vectors
+from service.embed.protocol import QUERY_EMBEDDED, TokenStates, Vectors
 from service.identity import Principal
 from service.index.protocol import NO_SCORE, Hit
 from service.pipeline.align import Aligner
@@ -123,15 +123,22 @@ class FakeTokens:
     def __init__(self, gate: threading.Event | None = None) -> None:
         self.gate = gate
         self.calls = 0
+        self.recent: list[bool] = []
 
     def _vec(self, word: str) -> list[float]:
         rng = np.random.default_rng(zlib.crc32(word.lower().strip("?.,").encode()))
         return _unit(*rng.standard_normal(self.dim))
 
     def token_states(
-        self, texts: Sequence[str], max_tokens: int, *, wide: bool | None = None
+        self,
+        texts: Sequence[str],
+        max_tokens: int,
+        *,
+        wide: bool | None = None,
+        recent: bool = False,
     ) -> list[TokenStates]:
         self.calls += 1
+        self.recent.append(recent)
         if self.gate is not None:
             self.gate.wait(5)
         out: list[TokenStates] = []
@@ -226,3 +233,37 @@ async def test_the_pipeline_asks_for_alignment_only_when_the_model_is_unsure(
         assert prepared.answerability.model == ("aligned" if runs else "sentence")
     assert decide("who founded the company", HITS, MODEL, aligned=(1.0, 1.0)).answerable
     pipeline.aligner.close()  # type: ignore[union-attr]
+
+
+async def test_the_question_is_read_from_its_query_pass_only_when_this_request_ran_it() -> None:
+    """States another request left (maybe of another tenant) must not make this request's
+    alignment faster: its timing would say someone asked the same text a moment ago. Only a
+    request whose own query embedding ran the model may read the question's states from it."""
+    fake = FakeTokens()
+    aligner = Aligner(fake, timeout_ms=1000)
+
+    async def request(embedded: bool) -> None:  # each request runs in a context of its own
+        if embedded:
+            QUERY_EMBEDDED.set(True)
+        assert await aligner.align("who founded the company", HITS, Budget(5000)) is not None
+
+    await asyncio.create_task(request(False))  # a cache hit: no pass of its own
+    await asyncio.create_task(request(True))
+    await asyncio.create_task(request(False))  # the previous request's flag does not carry over
+    assert fake.recent == [False, False, True, False, False, False]  # (question, window) each
+    aligner.close()
+
+
+async def test_the_batcher_marks_its_callers_context() -> None:
+    from service.embed.batcher import MicroBatcher  # noqa: PLC0415
+    from service.embed.fake import HashEmbedder  # noqa: PLC0415
+
+    batcher = MicroBatcher(HashEmbedder(), max_wait_ms=0)
+
+    async def request() -> bool:
+        await batcher.embed("who founded the company")
+        return QUERY_EMBEDDED.get()
+
+    assert await asyncio.create_task(request())
+    assert not QUERY_EMBEDDED.get()  # the test's own context was never marked
+    await batcher.close()
