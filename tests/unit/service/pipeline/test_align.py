@@ -130,12 +130,7 @@ class FakeTokens:
         return _unit(*rng.standard_normal(self.dim))
 
     def token_states(
-        self,
-        texts: Sequence[str],
-        max_tokens: int,
-        *,
-        wide: bool | None = None,
-        recent: bool = False,
+        self, texts: Sequence[str], max_tokens: int, *, recent: bool = False, **_: object
     ) -> list[TokenStates]:
         self.calls += 1
         self.recent.append(recent)
