@@ -3,6 +3,14 @@
 `[\\p{L}\\p{M}\\p{N}]+` keeps Devanagari vowel signs (category M) inside their word, where a plain
 `\\w+` would cut "हिन्दी" into pieces. Latin words are stemmed with Snowball English, Devanagari
 with Snowball Hindi; short stop-word lists for both languages are dropped.
+
+Hindi is written with free spelling variation, and a question and a page rarely agree:
+"बनाएं"/"बनाएँ", "फ़ाइल"/"फाइल", "हिन्दी"/"हिंदी", "गये"/"गए", "सूची"/"सुची". Before stemming, a
+Devanagari word's spelling is normalized (`hindi_spelling`: no nukta, chandrabindu as anusvara, a
+dead न/म before a consonant as anusvara, a final "ये" after a vowel as "ए", no zero-width joiners),
+and after it the stem's long vowels are made short (`ी`→`ि`, `ू`→`ु`), after Lucene's Hindi
+normalizer (Pingali and Varma, "Word normalization in Indian languages"). Only the terms change:
+the text quoted, and the words `service.text.phonetic` spells out, stay as written.
 """
 
 from __future__ import annotations
@@ -26,12 +34,30 @@ ENGLISH_STOP = frozenset(
     " she so than that the their them then there these they this to was we were what when where"
     " which who whom why will with you your do does did not no can could would should how".split()
 )
-# Frequent Hindi function words (postpositions, auxiliaries, pronouns, conjunctions).
-HINDI_STOP = frozenset(
+_NUKTA = "\u093c"  # NFC writes क़ ख़ ग़ ज़ ड़ ढ़ फ़ य़ as the letter and this sign
+_CHANDRABINDU, _ANUSVARA, _VIRAMA = "\u0901", "\u0902", "\u094d"
+_DEAD_NASAL = regex.compile(r"[नम]\u094d(?=[\u0915-\u0939])")  # हिन्दी → हिंदी, सम्बन्ध → संबंध
+_FINAL_YE = regex.compile(r"(?<=[\u0915-\u0939\u093e-\u094c])य\u0947(?=\u0902?$)")  # गये → गए
+_LONG_VOWELS = str.maketrans({"ी": "ि", "ू": "ु", "ई": "इ", "ऊ": "उ"})
+_JOINERS = str.maketrans("", "", "\u200c\u200d")
+
+
+def hindi_spelling(word: str) -> str:
+    """One Devanagari word in a single spelling of its common variants (module docstring)."""
+    word = word.replace(_NUKTA, "").replace(_CHANDRABINDU, _ANUSVARA)
+    if _VIRAMA in word:
+        word = _DEAD_NASAL.sub(_ANUSVARA, word)
+    return _FINAL_YE.sub("ए", word)
+
+
+_HINDI_STOP_WORDS = (
     "का के की को में से पर और है हैं था थे थी हो होता होती होते यह वह ये वे इस उस इन उन एक"
     " भी तो ही कि जो जब तक लिए साथ द्वारा या कर करने करता करती किया गया गई गए रहा रही रहे"
     " अपने अपना अपनी क्या कैसे क्यों कौन कहाँ नहीं ना".split()
 )
+# Frequent Hindi function words (postpositions, auxiliaries, pronouns, conjunctions), as
+# written and in their normalized spelling ("कहाँ", "कहां").
+HINDI_STOP = frozenset(_HINDI_STOP_WORDS) | {hindi_spelling(w) for w in _HINDI_STOP_WORDS}
 
 _english = snowballstemmer.stemmer("english")
 _hindi = snowballstemmer.stemmer("hindi")
@@ -39,17 +65,22 @@ _hindi = snowballstemmer.stemmer("hindi")
 
 @lru_cache(maxsize=200_000)
 def stem(word: str) -> str:
-    """One case-folded word's BM25 stem (Snowball English or Hindi; other scripts as they are)."""
+    """One case-folded word's BM25 stem (Snowball English or Hindi; other scripts as they are).
+    A Devanagari word is stemmed in its normalized spelling, and its stem's vowels made short."""
     if _DEVANAGARI.match(word):
-        return str(_hindi.stemWord(word))
+        return str(_hindi.stemWord(hindi_spelling(word))).translate(_LONG_VOWELS)
     if word.isascii():
         return str(_english.stemWord(word))
     return word  # other scripts: exact word forms (no stemmer shipped that we trust)
 
 
 def words(text: str) -> list[str]:
-    """Case-folded, NFC-normalized words, including Indic words with their vowel signs."""
-    return _WORD.findall(unicodedata.normalize("NFC", text).casefold())
+    """Case-folded, NFC-normalized words, including Indic words with their vowel signs (a
+    zero-width joiner or non-joiner inside a word does not cut it)."""
+    text = unicodedata.normalize("NFC", text).casefold()
+    if "\u200c" in text or "\u200d" in text:
+        text = text.translate(_JOINERS)
+    return _WORD.findall(text)
 
 
 def bm25_terms(text: str) -> list[str]:
