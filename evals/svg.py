@@ -266,6 +266,7 @@ def line_chart(
 ) -> str:
     """Lines with markers on log-log axes: one line per series of (x, y) points (x, y > 0)."""
     left, right, top, bottom = 56, 190, 28, 58
+    extra = 14 * max(0, len(caption.splitlines()) - 1)  # caption lines below the first
     pw, ph = width - left - right, height - top - bottom
     xs = [x for s in series.values() for x, _ in s] or [1.0, 10.0]
     ys = [y for s in series.values() for _, y in s] or [1.0, 10.0]
@@ -280,9 +281,10 @@ def line_chart(
         return top + ph * (1 - math.log10(max(y, y_lo) / y_lo) / math.log10(y_hi / y_lo))
 
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
-        f'width="{width}" height="{height}" role="img" aria-label="{escape(title)}" {FONT}>',
-        f'<rect width="{width}" height="{height}" fill="#ffffff"/>',
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height + extra}" '
+        f'width="{width}" height="{height + extra}" role="img" aria-label="{escape(title)}" '
+        f"{FONT}>",
+        f'<rect width="{width}" height="{height + extra}" fill="#ffffff"/>',
         f'<text x="{left}" y="16" font-size="13" font-weight="600">{escape(title)}</text>',
     ]
     for t in _log_ticks(x_lo, x_hi):
@@ -327,7 +329,8 @@ def line_chart(
             f'stroke-width="2"{dash}/>'
         )
         parts.append(f'<text x="{lx + 24}" y="{ly + 4}">{escape(name)}</text>')
-    if caption:
-        parts.append(f'<text x="{left}" y="{height - 8}" fill="#4b5563">{escape(caption)}</text>')
+    for k, line in enumerate(caption.splitlines()):  # one line per run drawn
+        y = height - 8 + 14 * k
+        parts.append(f'<text x="{left}" y="{y}" fill="#4b5563">{escape(line)}</text>')
     parts.append("</svg>")
     return "".join(parts)

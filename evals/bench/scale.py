@@ -507,7 +507,34 @@ def _points(report: dict[str, Any], pick: Any) -> list[tuple[float, float]]:
 
 
 def _caption(report: dict[str, Any]) -> str:
+    if "caption" in report:  # runs drawn together (merge_reports)
+        return str(report["caption"])
     return f"{report['date']}, {report['machine']}, load {report['loadavg_start']}"
+
+
+def _size_name(chunks: float) -> str:
+    return f"{chunks / 1e6:g}M" if chunks >= 1e6 else f"{chunks / 1e3:g}k"
+
+
+def merge_reports(reports: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Several runs' results as one report to draw: each corpus size from the last run that
+    measured it, and a caption line per run naming its sizes, date, machine and load (runs on
+    other machines or days are drawn together only with that said under the chart)."""
+    by_size: dict[int, dict[str, Any]] = {}
+    lines = []
+    for report in reports:
+        sizes = [s["chunks"] for s in report["sizes"]]
+        for s in report["sizes"]:
+            by_size[s["chunks"]] = s
+        names = ", ".join(_size_name(c) for c in sorted(sizes))
+        machine = str(report["machine"]).split(", Linux")[0]
+        load = report["loadavg_start"]
+        load_1m = f"{load[0]:.1f}" if isinstance(load, list) and load else str(load)
+        lines.append(f"{names}: {str(report['date'])[:16]}Z, {machine}, load {load_1m}")
+    merged = dict(reports[-1])
+    merged["sizes"] = [by_size[c] for c in sorted(by_size)]
+    merged["caption"] = "\n".join(lines)
+    return merged
 
 
 def plot(report: dict[str, Any], stat: str = "p50") -> str:
@@ -604,6 +631,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
     p.add_argument("--plot", type=Path, help="also write an SVG chart of the results")
     p.add_argument("--plot-only", action="store_true", help="redraw --plot from --out; no run")
+    p.add_argument(
+        "--plot-also",
+        type=Path,
+        nargs="+",
+        default=[],
+        metavar="F",
+        help="with --plot-only: draw these results files too (a size measured in several: the "
+        "last file's); the caption names each run's date, machine and load",
+    )
     p.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--workload", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--dim", type=int, default=384, help=argparse.SUPPRESS)
@@ -624,7 +660,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.plot_only:
         if not args.plot:
             parser.error("--plot-only needs --plot")
-        write_plots(json.loads(args.out.read_text()), args.plot)
+        reports = [json.loads(f.read_text()) for f in (args.out, *args.plot_also)]
+        write_plots(merge_reports(reports) if len(reports) > 1 else reports[0], args.plot)
         return 0
     limit_native_threads(_settings(args).embedder.threads)
     with bench_lock():
