@@ -52,7 +52,7 @@ from service.text.bm25 import K1, query_terms
 from service.text.markdown import units
 from service.text.sentences import split_sentences
 from service.text.terms import held_terms, match_terms
-from service.text.tokenize import bm25_terms, script_of, words
+from service.text.tokenize import bm25_terms, indic_lang, script_of, words
 
 _CITATION = regex.compile(r"\[\s*S\d+(?:\s*,\s*S\d+)*\s*\]")
 MODEL_PATH = Path(__file__).resolve().parent / "data" / "answerability.json"
@@ -134,10 +134,14 @@ def _feature(s: Signals, name: str) -> float:
 
 
 def question_lang(question: str) -> str:
-    """`hi` for Devanagari, `hinglish` for romanized Hindi, else `en` (the embedder's)."""
+    """`hi` for Devanagari, `hinglish` for romanized Hindi, the script's language for the other
+    Indic scripts (`bn`, `ta`, `te`, `kn`, `ml`, `gu`, `pa`, `or`: `indic_lang`), `other` for
+    other scripts, else `en` (the embedder's)."""
     script = script_of(question)
     if script != "latin":
-        return "hi" if script == "devanagari" else "other"
+        if script == "devanagari":
+            return "hi"
+        return (indic_lang(question) or "other") if script == "indic" else "other"
     ws = words(question)
     if not ws:
         return "en"
@@ -459,13 +463,23 @@ def answer_confidence(
     return round(model.confidence.probability_of(xs), 4)
 
 
-# A fixed, translatable message per language (the question's language decides).
+# A fixed, translatable message per language (the question's language decides): English,
+# Hindi, and the languages of the other Indic scripts (`question_lang`).
 ABSTAIN_MESSAGES = {
     "en": "The sources do not answer this question.",
     "hi": "स्रोतों में इस प्रश्न का उत्तर नहीं है।",
+    "bn": "উৎসগুলিতে এই প্রশ্নের উত্তর নেই।",
+    "pa": "ਸਰੋਤਾਂ ਵਿੱਚ ਇਸ ਸਵਾਲ ਦਾ ਜਵਾਬ ਨਹੀਂ ਹੈ।",
+    "gu": "સ્રોતોમાં આ પ્રશ્નનો જવાબ નથી.",
+    "or": "ଉତ୍ସଗୁଡ଼ିକରେ ଏହି ପ୍ରଶ୍ନର ଉତ୍ତର ନାହିଁ।",
+    "ta": "மூலங்களில் இந்தக் கேள்விக்கான பதில் இல்லை.",
+    "te": "మూలాల్లో ఈ ప్రశ్నకు సమాధానం లేదు.",
+    "kn": "ಮೂಲಗಳಲ್ಲಿ ಈ ಪ್ರಶ್ನೆಗೆ ಉತ್ತರವಿಲ್ಲ.",
+    "ml": "ഉറവിടങ്ങളിൽ ഈ ചോദ്യത്തിന് ഉത്തരമില്ല.",
 }
 
 
 def abstain_message(lang: str) -> str:
-    """The abstention message in the question's language (Hinglish readers get English)."""
+    """The abstention message in the question's language (Hinglish readers, and languages
+    without a message, get English)."""
     return ABSTAIN_MESSAGES.get(lang, ABSTAIN_MESSAGES["en"])

@@ -5,7 +5,9 @@ id>`), or when they sit at the same relative path under language folders (`docs/
 `docs/hi/x.md`). Of each such group only one hit stays, at the group's best rank: the one in the
 question's language when there is one, else the best-ranked. Then hits in the question's
 language go first (stable), so an English question is not answered from a Hindi page when an
-English one was found, and a Hindi question from the Hindi one.
+English one was found, and a Hindi question from the Hindi one; so too a Bengali, Tamil, Telugu,
+Kannada, Malayalam, Gujarati, Punjabi or Odia question (its script tells its language) from its
+language's page. A Hinglish question takes the best-ranked copy.
 
 An answer asks the search for `COPIES` times the sources it wants and keeps `top_k` after this
 (`answer_sources`): dropping a page's other copies must not leave fewer, or worse, sources
@@ -25,7 +27,8 @@ _LANG_DIR = regex.compile(r"(?:^|/)([a-z]{2,3}(?:[-_][A-Za-z]{2,4})?)(?=/)")
 
 
 COPIES = 2
-"""Copies of a page the corpus may hold (English and Hindi)."""
+"""Copies of a page the search asks for per source (English and Hindi; a third language's copy
+is dropped the same way, and the next hit down takes its place)."""
 
 
 def answer_sources(question: str, hits: Sequence[Hit], top_k: int) -> list[Hit]:
@@ -57,7 +60,7 @@ def translation_key_of(doc_id: str, langs: set[str]) -> str:
 
 def prefer_language(question: str, hits: Sequence[Hit]) -> list[Hit]:
     lang = question_lang(question)
-    want = lang if lang in {"en", "hi"} else ""
+    want = "" if lang in {"hinglish", "other"} else lang  # en, hi, bn, ta, …
     langs = {h.lang for h in hits if h.lang} | {"en", "hi"}
     groups: dict[str, list[Hit]] = {}
     order: list[str] = []

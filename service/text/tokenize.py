@@ -117,6 +117,31 @@ def script_of(text: str) -> str:
     return max(counts, key=lambda k: counts[k])
 
 
+INDIC_SCRIPT_LANGS = {
+    "BENGALI": "bn",
+    "GURMUKHI": "pa",
+    "GUJARATI": "gu",
+    "ORIYA": "or",
+    "TAMIL": "ta",
+    "TELUGU": "te",
+    "KANNADA": "kn",
+    "MALAYALAM": "ml",
+}
+"""Each Indic script other than Devanagari and the language most written in it."""
+
+
+def indic_lang(text: str) -> str:
+    """The language of the Indic script (other than Devanagari) most of `text`'s Indic letters
+    are in, by `INDIC_SCRIPT_LANGS` (Bengali script → `bn`, Tamil → `ta`, …); "" for none."""
+    counts: dict[str, int] = {}
+    for ch in text[:2000]:
+        if _OTHER_INDIC.match(ch):
+            script = unicodedata.name(ch, "").split(" ", 1)[0]
+            if script in INDIC_SCRIPT_LANGS:
+                counts[script] = counts.get(script, 0) + 1
+    return INDIC_SCRIPT_LANGS[max(counts, key=lambda k: counts[k])] if counts else ""
+
+
 def content_words(text: str) -> list[str]:
     """`words` without stop words (unstemmed), in order."""
     return [w for w in words(text) if w not in ENGLISH_STOP and w not in HINDI_STOP]

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from service.answerability import abstain_message
+from service.answerability import abstain_message, question_lang
 from tests.helpers import auth, index_files, make_key, sse_events, write
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
@@ -53,6 +53,25 @@ TASKS_HI = """# बैकग्राउंड टास्क
 अपने पाथ ऑपरेशन फ़ंक्शन में `BackgroundTasks` प्रकार का पैरामीटर घोषित करें।
 """
 
+CORS_TA = """# CORS (கிராஸ்-ஆரிஜின் ரிசோர்ஸ் ஷேரிங்)
+
+உலாவியில் இயங்கும் முன்பகுதி வேறொரு ஆரிஜினில் உள்ள பின்பகுதியுடன் பேசும் சூழ்நிலைகளை CORS குறிக்கிறது.
+
+## CORSMiddleware பயன்படுத்துதல்
+
+உங்கள் FastAPI பயன்பாட்டில் `CORSMiddleware` மூலம் CORS ஐ அமைக்கலாம்.
+`CORSMiddleware` ஐ இறக்குமதி செய்து, அனுமதிக்கப்பட்ட ஆரிஜின்களின் பட்டியலை உருவாக்கி, அதை மிடில்வேராகச் சேர்க்கவும்.
+"""
+
+CORS_BN = """# CORS (ক্রস-অরিজিন রিসোর্স শেয়ারিং)
+
+ব্রাউজারে চলা ফ্রন্টএন্ড যখন অন্য অরিজিনের ব্যাকএন্ডের সাথে কথা বলে, সেই পরিস্থিতিকে CORS বলে।
+
+## CORSMiddleware ব্যবহার করুন
+
+আপনার FastAPI অ্যাপ্লিকেশনে `CORSMiddleware` দিয়ে CORS কনফিগার করতে পারেন।
+`CORSMiddleware` ইমপোর্ট করুন, অনুমোদিত অরিজিনের তালিকা তৈরি করুন এবং এটিকে মিডলওয়্যার হিসেবে যোগ করুন।
+"""
 
 # Other pages of the same site: a documentation tenant has more than the two pages asked about
 # (BM25's IDF needs a collection to be meaningful).
@@ -87,10 +106,12 @@ async def docs_key(runtime: Any, tmp_path_factory: pytest.TempPathFactory) -> st
     write(root, "en/background-tasks.md", TASKS_EN)
     write(root, "hi/cors.md", CORS_HI)
     write(root, "hi/background-tasks.md", TASKS_HI)
+    write(root, "ta/cors.md", CORS_TA)
+    write(root, "bn/cors.md", CORS_BN)
     for name, text in OTHER_PAGES.items():
         write(root, f"en/{name}.md", f"# {name.replace('-', ' ').title()}\n\n{text}\n")
     summary = await index_files(runtime, "abstain-docs", root, public=True)
-    assert summary.failed == 0 and summary.added == 4 + len(OTHER_PAGES), summary.errors
+    assert summary.failed == 0 and summary.added == 6 + len(OTHER_PAGES), summary.errors
     return await make_key(runtime, "abstain-docs", "uma", [])
 
 
@@ -102,6 +123,10 @@ async def docs_key(runtime: Any, tmp_path_factory: pytest.TempPathFactory) -> st
         ("फ्रांस की राजधानी क्या है?", "hi"),
         ("चॉकलेट केक बनाने की विधि क्या है?", "hi"),
         ("iPhone की battery कैसे बदलें?", "hi"),
+        # the other Indic scripts: the message in the question's language
+        ("பிரான்சின் தலைநகரம் எது?", "ta"),
+        ("ফ্রান্সের রাজধানী কী?", "bn"),
+        ("ఫ్రాన్స్ రాజధాని ఏది?", "te"),
     ],
 )
 async def test_off_topic_question_abstains_in_its_language(
@@ -112,6 +137,7 @@ async def test_off_topic_question_abstains_in_its_language(
     assert events[-1][0] == "done"
     assert done["abstained"] is True, done
     assert done["answer"] == abstain_message(lang)
+    assert question_lang(done["answer"]) == lang  # said in the question's own language
     assert "".join(d["text"] for n, d in events if n == "token") == done["answer"]
     assert done["citations"] == [] and done["usage"]["generator"] == "abstain"
     assert 0.5 <= done["confidence"] <= 1.0
@@ -175,7 +201,8 @@ async def test_chat_completions_carry_the_abstention(
 async def test_translations_collapse_to_the_question_language(
     http: httpx.AsyncClient, docs_key: str
 ) -> None:
-    """en/cors.md and hi/cors.md are one page in two languages: one source, in the question's."""
+    """en/, hi/, ta/ and bn/cors.md are one page in four languages: one source, in the
+    question's (its script tells a Tamil or Bengali question's language)."""
     english = await sse_events(
         http, docs_key, {"query": "How do I enable CORS with CORSMiddleware?"}
     )
@@ -184,6 +211,14 @@ async def test_translations_collapse_to_the_question_language(
     hindi = await sse_events(http, docs_key, {"query": "CORSMiddleware का उपयोग कैसे करें?"})
     docs = [s["doc_id"] for s in hindi[1][1]["sources"]]
     assert docs[0] == "hi/cors.md" and "en/cors.md" not in docs
+    for question, page in (
+        ("CORSMiddleware ஐ எப்படி பயன்படுத்துவது?", "ta/cors.md"),
+        ("CORSMiddleware কীভাবে ব্যবহার করব?", "bn/cors.md"),
+    ):
+        events = await sse_events(http, docs_key, {"query": question})
+        docs = [s["doc_id"] for s in events[1][1]["sources"]]
+        assert docs[0] == page, docs
+        assert not {"en/cors.md", "hi/cors.md", "ta/cors.md", "bn/cors.md"} - {page} & set(docs)
 
 
 async def test_lang_is_a_filter(http: httpx.AsyncClient, docs_key: str) -> None:

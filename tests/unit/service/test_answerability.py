@@ -39,6 +39,16 @@ def test_question_language() -> None:
     assert question_lang("मैं CORS कैसे सक्षम करूं?") == "hi"
     assert question_lang("FastAPI app mein CORS kaise enable karein?") == "hinglish"
     assert question_lang("What is the main idea?") == "en"
+    # the other Indic scripts each tell their language, English words mixed in or not
+    assert question_lang("CORSMiddleware ஐ எப்படி பயன்படுத்துவது?") == "ta"
+    assert question_lang("ফ্রান্সের রাজধানী কী?") == "bn"
+    assert question_lang("ఫ్రాన్స్ రాజధాని ఏది?") == "te"
+    assert question_lang("ಫ್ರಾನ್ಸ್‌ನ ರಾಜಧಾನಿ ಯಾವುದು?") == "kn"
+    assert question_lang("ഫ്രാൻസിന്റെ തലസ്ഥാനം ഏതാണ്?") == "ml"
+    assert question_lang("ફ્રાન્સની રાજધાની કઈ છે?") == "gu"
+    assert question_lang("ਫਰਾਂਸ ਦੀ ਰਾਜਧਾਨੀ ਕੀ ਹੈ?") == "pa"
+    assert question_lang("ଫ୍ରାନ୍ସର ରାଜଧାନୀ କଣ?") == "or"
+    assert question_lang("Какая столица Франции?") == "other"
 
 
 def test_signals_use_raw_scores_and_term_coverage() -> None:
@@ -150,6 +160,13 @@ def test_abstain_message_follows_the_question_language() -> None:
     assert abstain_message("hi") == "स्रोतों में इस प्रश्न का उत्तर नहीं है।"
     assert abstain_message("en") == abstain_message("hinglish")
     assert "do not answer" in abstain_message("en")
+    assert abstain_message("ta") == "மூலங்களில் இந்தக் கேள்விக்கான பதில் இல்லை."
+    assert abstain_message("bn") == "উৎসগুলিতে এই প্রশ্নের উত্তর নেই।"
+    # every Indic language a question can be told in has its own message, in its own script
+    for lang in ("bn", "pa", "gu", "or", "ta", "te", "kn", "ml"):
+        message = abstain_message(lang)
+        assert message != abstain_message("en") and question_lang(message) == lang
+    assert abstain_message("other") == abstain_message("en")
 
 
 def test_shipped_model_is_loadable_and_sane() -> None:

@@ -32,6 +32,27 @@ def test_one_source_per_translation_in_the_question_language() -> None:
     assert hindi == ["hi/docs/cors.md", "hi/docs/other.md", "en/docs/tasks.md"]
 
 
+def test_a_question_in_another_indic_script_gets_its_language_s_copy() -> None:
+    hits = [
+        _hit("docs/en/cors.md", "en"),
+        _hit("docs/hi/cors.md", "hi"),
+        _hit("docs/ta/cors.md", "ta"),
+        _hit("docs/bn/cors.md", "bn"),
+        _hit("docs/en/tasks.md", "en"),
+        _hit("docs/ta/other.md", "ta"),
+    ]
+    tamil = [h.doc_id for h in prefer_language("CORSMiddleware ஐ எப்படி பயன்படுத்துவது?", hits)]
+    assert tamil == ["docs/ta/cors.md", "docs/ta/other.md", "docs/en/tasks.md"]
+    bengali = [h.doc_id for h in prefer_language("CORSMiddleware কীভাবে ব্যবহার করব?", hits)]
+    assert bengali == ["docs/bn/cors.md", "docs/en/tasks.md", "docs/ta/other.md"]
+    # no copy in the question's language (Telugu): the best-ranked copy, order kept
+    telugu = [h.doc_id for h in prefer_language("CORSMiddleware ను ఎలా వాడాలి?", hits)]
+    assert telugu == ["docs/en/cors.md", "docs/en/tasks.md", "docs/ta/other.md"]
+    # Hinglish readers take the best-ranked copy too
+    hinglish = [h.doc_id for h in prefer_language("CORS kaise enable karein, batao na?", hits)]
+    assert hinglish[0] == "docs/en/cors.md"
+
+
 def test_front_matter_translation_of_groups_documents() -> None:
     hits = [
         _hit("guia.md", "hi", translation_of="guide.md"),
