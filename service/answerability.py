@@ -52,7 +52,7 @@ from service.text.bm25 import K1, query_terms
 from service.text.markdown import units
 from service.text.sentences import split_sentences
 from service.text.terms import held_terms, match_terms
-from service.text.tokenize import bm25_terms, indic_lang, script_of, words
+from service.text.tokenize import bm25_terms, hindi_spelling, indic_lang, script_of, words
 
 _CITATION = regex.compile(r"\[\s*S\d+(?:\s*,\s*S\d+)*\s*\]")
 MODEL_PATH = Path(__file__).resolve().parent / "data" / "answerability.json"
@@ -83,7 +83,12 @@ ENGLISH_QUESTION_STOP = frozenset(
     "my me mine our ours us yours his hers any some all also just more most very much many"
     " one get got".split()
 )
-_QUESTION_STOP = HINGLISH_STOP | HINDI_QUESTION_STOP | ENGLISH_QUESTION_STOP
+_QUESTION_STOP = (
+    HINGLISH_STOP
+    | HINDI_QUESTION_STOP
+    | {hindi_spelling(w) for w in HINDI_QUESTION_STOP}  # as typed: "पढें", "बनाएँ", "जोडें"
+    | ENGLISH_QUESTION_STOP
+)
 # Words of the list that are also English words never mark a question as Hinglish.
 _ALSO_ENGLISH = frozenset("ki ka ko ye wo hum tak raha kar koi".split())
 
@@ -149,9 +154,14 @@ def question_lang(question: str) -> str:
     return "hinglish" if hindi >= 2 and hindi / len(ws) >= 0.2 else "en"
 
 
+def _asks(word: str) -> bool:
+    """A word that says what is asked, not what about (in any of its Hindi spellings)."""
+    return word in _QUESTION_STOP or (not word.isascii() and hindi_spelling(word) in _QUESTION_STOP)
+
+
 def content_terms(text: str) -> set[str]:
     """The question's stemmed content terms, without romanized Hindi function words."""
-    kept = (w for w in words(text) if w not in _QUESTION_STOP)
+    kept = (w for w in words(text) if not _asks(w))
     return set(bm25_terms(" ".join(kept)))
 
 
@@ -161,7 +171,7 @@ def content_keys(text: str) -> dict[str, str]:
     "मिडलवेयर" is found in a sentence that says "middleware", service.text.phonetic)."""
     out: dict[str, str] = {}
     for w in words(text):
-        if w.isascii() or w in _QUESTION_STOP:
+        if w.isascii() or _asks(w):
             continue
         stems = bm25_terms(w)
         if not stems:

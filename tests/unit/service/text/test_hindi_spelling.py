@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from service.answerability import content_terms
 from service.text.bm25 import doc_vector, query_vector
 from service.text.tokenize import bm25_terms, content_words, hindi_spelling, stem
 
@@ -67,3 +68,11 @@ def test_a_question_typed_another_way_scores_a_page_the_same() -> None:
 
 def test_joiners_inside_a_word_do_not_cut_it() -> None:
     assert bm25_terms("क्\u200dष") == bm25_terms("क्ष")
+
+
+def test_a_question_word_is_one_in_either_spelling() -> None:
+    """How-to verbs say what is asked, not what about: typed without the nukta or with a
+    chandrabindu they are still not content terms of the question."""
+    assert content_terms("Cookie कैसे पढें?") == content_terms("Cookie कैसे पढ़ें?") == {"cooki"}
+    assert content_terms("JWT token कैसे बनाएँ?") == content_terms("JWT token कैसे बनाएं?")
+    assert content_terms("SQL database कैसे जोडें?") == content_terms("SQL database कैसे जोड़ें?")
