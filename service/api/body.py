@@ -24,6 +24,33 @@ def has_nul(raw: bytes) -> bool:
     return b"\\u0000" in raw and _NUL.search(raw) is not None
 
 
+def _ints(value: Any) -> Any:
+    """`value` with every float that is a whole number (and exact as one) made an int."""
+    if isinstance(value, float):
+        return int(value) if value.is_integer() and abs(value) <= 2**53 else value
+    if isinstance(value, list):
+        return [_ints(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _ints(v) for k, v in value.items()}
+    return value
+
+
+def _integral_floats_as_ints(raw: bytes, kind: type[T], exc: msgspec.ValidationError) -> T:
+    """JSON has one number type and JSON Schema counts `45.0` as an integer, so a client that
+    writes `"top_k": 45.0` sent a valid integer: decode again with whole-number floats as ints.
+    Any other shape error is the 422 it was (`exc`)."""
+    if "got `float`" not in str(exc):
+        raise InvalidRequest(f"invalid body: {exc}", code="invalid_body") from None
+    try:
+        value = msgspec.json.decode(raw)
+    except (msgspec.DecodeError, RecursionError):  # broken further on than the first error
+        raise InvalidRequest(f"invalid body: {exc}", code="invalid_body") from None
+    try:
+        return msgspec.convert(_ints(value), type=kind, strict=True)
+    except msgspec.ValidationError as again:
+        raise InvalidRequest(f"invalid body: {again}", code="invalid_body") from None
+
+
 async def read_json(
     request: Request[Any, Any, Any], kind: type[T], max_bytes: int, *, allow_nul: bool = False
 ) -> T:
@@ -38,7 +65,7 @@ async def read_json(
     try:
         body = msgspec.json.decode(raw, type=kind)
     except msgspec.ValidationError as exc:
-        raise InvalidRequest(f"invalid body: {exc}", code="invalid_body") from None
+        body = _integral_floats_as_ints(raw, kind, exc)
     except msgspec.DecodeError as exc:
         raise InvalidRequest(f"body is not valid JSON: {exc}", code="invalid_json") from None
     except RecursionError:
