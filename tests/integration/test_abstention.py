@@ -211,13 +211,15 @@ async def test_translations_collapse_to_the_question_language(
     hindi = await sse_events(http, docs_key, {"query": "CORSMiddleware का उपयोग कैसे करें?"})
     docs = [s["doc_id"] for s in hindi[1][1]["sources"]]
     assert docs[0] == "hi/cors.md" and "en/cors.md" not in docs
-    for question, page in (
-        ("CORSMiddleware ஐ எப்படி பயன்படுத்துவது?", "ta/cors.md"),
-        ("CORSMiddleware কীভাবে ব্যবহার করব?", "bn/cors.md"),
+    for question, page, lang in (
+        ("CORSMiddleware ஐ எப்படி பயன்படுத்துவது?", "ta/cors.md", "ta"),
+        ("CORSMiddleware কীভাবে ব্যবহার করব?", "bn/cors.md", "bn"),
     ):
         events = await sse_events(http, docs_key, {"query": question})
         docs = [s["doc_id"] for s in events[1][1]["sources"]]
         assert docs[0] == page, docs
+        done = events[-1][1]  # answered, in the question's language
+        assert done["abstained"] is False and question_lang(done["answer"]) == lang, done
         assert not {"en/cors.md", "hi/cors.md", "ta/cors.md", "bn/cors.md"} - {page} & set(docs)
 
 
