@@ -135,4 +135,4 @@ class AuthWatch:
                 await asyncio.sleep(link.settings.probe_interval_s)
             finally:
                 with contextlib.suppress(Exception):
-                    await asyncio.wait_for(pubsub.aclose(), CLOSE_TIMEOUT_S)  # type: ignore[no-untyped-call]
+                    await asyncio.wait_for(pubsub.aclose(), CLOSE_TIMEOUT_S)  # type: ignore[no-untyped-call, unused-ignore]

@@ -204,7 +204,7 @@ class RemoteFlights:
                 await asyncio.sleep(self.link.settings.probe_interval_s)
             finally:
                 with contextlib.suppress(Exception):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+                    await pubsub.aclose()  # type: ignore[no-untyped-call, unused-ignore]
 
 
 __all__ = ["Broadcast", "RemoteFlights", "SingleFlight"]
