@@ -10,7 +10,16 @@ import msgspec
 from service.pipeline.events import Source, Usage
 
 Query = Annotated[str, msgspec.Meta(min_length=1, max_length=4000)]
-TopK = Annotated[int, msgspec.Meta(ge=1, le=100)]
+TopK = Annotated[
+    int,
+    msgspec.Meta(
+        ge=1,
+        le=100,
+        description="Sources (answer, chat) or results (search) wanted; default the server's "
+        "`retrieval.top_k` (5). The server caps it at its `retrieval.max_top_k` (20 unless "
+        "configured): above that is a 422 `invalid_body`.",
+    ),
+]
 MaxTokens = Annotated[int, msgspec.Meta(ge=1, le=4096)]
 
 

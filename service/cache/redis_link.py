@@ -12,9 +12,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError, ResponseError
-from redis.retry import Retry
 
 from service.cache.stats import Stats
 from service.config import RedisSettings
