@@ -78,6 +78,18 @@ HINDI_QUESTION_STOP = frozenset(
     " चालू बंद सक्षम इस्तेमाल उपयोग प्रयोग बदलें बदले सेट लौटाएं लौटाएँ भेजें प्राप्त पढ़ें"
     " जोड़ें लें लिखें चलाएं चलाएँ करना करने करते बनाना बनाने".split()
 )
+# The question words of the other Indic languages (what, how, why, where, when, who, which,
+# how many), as questions write them: like Hindi's, they say what is asked, not what about.
+INDIC_QUESTION_STOP = frozenset(
+    "কী কি কেন কোথায় কখন কে কীভাবে কিভাবে কোন কোনটি কত"  # Bengali
+    " ਕੀ ਕਿਵੇਂ ਕਿਉਂ ਕਿੱਥੇ ਕਦੋਂ ਕੌਣ ਕਿਹੜਾ ਕਿਹੜੀ ਕਿੰਨੇ ਕਿੰਨਾ"  # Punjabi
+    " શું કેવી રીતે કેમ ક્યાં ક્યારે કોણ કયું કયો કઈ કેટલા કેટલું"  # Gujarati
+    " କଣ କିପରି କାହିଁକି କେଉଁଠି କେବେ କିଏ କେଉଁ କେତେ"  # Odia
+    " என்ன எப்படி ஏன் எங்கே எப்போது யார் எது எந்த எத்தனை"  # Tamil
+    " ఏమిటి ఏమి ఎలా ఎందుకు ఎక్కడ ఎప్పుడు ఎవరు ఏది ఏ ఎన్ని"  # Telugu
+    " ಏನು ಹೇಗೆ ಏಕೆ ಎಲ್ಲಿ ಯಾವಾಗ ಯಾರು ಯಾವುದು ಯಾವ ಎಷ್ಟು"  # Kannada
+    " എന്ത് എങ്ങനെ എന്തുകൊണ്ട് എവിടെ എപ്പോൾ ആര് ഏത് ഏതാണ് എത്ര".split()  # Malayalam
+)
 # English function words BM25 keeps (possessives, quantifiers): not what a question is about.
 ENGLISH_QUESTION_STOP = frozenset(
     "my me mine our ours us yours his hers any some all also just more most very much many"
@@ -87,6 +99,7 @@ _QUESTION_STOP = (
     HINGLISH_STOP
     | HINDI_QUESTION_STOP
     | {hindi_spelling(w) for w in HINDI_QUESTION_STOP}  # as typed: "पढें", "बनाएँ", "जोडें"
+    | INDIC_QUESTION_STOP
     | ENGLISH_QUESTION_STOP
 )
 # Words of the list that are also English words never mark a question as Hinglish.

@@ -7,17 +7,20 @@ import pytest
 from evals.fit_answerability import Row, fit, pick_threshold
 from evals.logistic import fit_logistic
 from service.answerability import (
+    INDIC_QUESTION_STOP,
     Logistic,
     Model,
     Signals,
     abstain_message,
     compute,
+    content_terms,
     decide,
     load_model,
     question_lang,
 )
 from service.index.protocol import Hit
 from service.text.bm25 import K1, term_weights
+from service.text.tokenize import words
 
 pytestmark = pytest.mark.unit
 
@@ -154,6 +157,17 @@ def test_decide_picks_the_model_by_language_and_thresholds() -> None:
     france = decide("फ्रांस की राजधानी क्या है?", hits, _model())
     assert france.signals.coverage == 0.5 and france.probability > hindi.probability
     assert not decide("anything", [], _model()).answerable
+
+
+def test_question_words_of_the_other_indic_languages_are_not_content_terms() -> None:
+    """ "What is the capital of France?" asks about France and its capital, in any script."""
+    assert content_terms("ফ্রান্সের রাজধানী কী?") == {"ফ্রান্সের", "রাজধানী"}
+    assert content_terms("ఫ్రాన్స్ రాజధాని ఏది?") == {"ఫ్రాన్స్", "రాజధాని"}
+    assert content_terms("ഫ്രാൻസിന്റെ തലസ്ഥാനം ഏതാണ്?") == {"ഫ്രാൻസിന്റെ", "തലസ്ഥാനം"}
+    assert "எப்படி" not in content_terms("CORSMiddleware ஐ எப்படி பயன்படுத்துவது?")
+    assert "কীভাবে" not in content_terms("CORSMiddleware কীভাবে ব্যবহার করব?")
+    for word in INDIC_QUESTION_STOP:  # each entry is one word as the tokenizer reads it
+        assert words(word) == [word]
 
 
 def test_abstain_message_follows_the_question_language() -> None:
