@@ -50,60 +50,14 @@ from service.index.protocol import NO_SCORE, Hit
 from service.text import glossary, phonetic
 from service.text.bm25 import K1, query_terms
 from service.text.markdown import units
+from service.text.question_words import ALSO_ENGLISH, HINGLISH_STOP, asks
 from service.text.sentences import split_sentences
 from service.text.terms import held_terms, match_terms
-from service.text.tokenize import bm25_terms, hindi_spelling, indic_lang, script_of, words
+from service.text.tokenize import bm25_terms, indic_lang, script_of, words
 
 _CITATION = regex.compile(r"\[\s*S\d+(?:\s*,\s*S\d+)*\s*\]")
 MODEL_PATH = Path(__file__).resolve().parent / "data" / "answerability.json"
 TOP_PASSAGES = 3
-
-# Romanized Hindi function words (Hinglish): never in English documentation, so they would
-# count as uncovered question terms; they also mark the question as Hinglish.
-HINGLISH_STOP = frozenset(
-    "kya kaise kaisa kaisi kyun kyon kaun kaunsa kaunsi kahan kab kitna kitne kitni hai hain tha"
-    " thi hota hoti hote karein karen kare karna karte karta karti kar kiya ke ki ka ko"
-    " se mein aur ya bhi toh ye yeh wo woh liye sath saath wala wali wale chahiye sakte sakta"
-    " sakti hum mujhe mera meri mere apna apne apni koi kuch jaise jab tak sabse nahi nahin diya"
-    " gaya raha rahe rahi batao bataiye".split()
-)
-# Hindi question words and auxiliaries beyond BM25's stop words: they say what is asked, not
-# what about, so they are not content terms (they match any Hindi page).
-HINDI_QUESTION_STOP = frozenset(
-    "कितना कितने कितनी किसने किसको किसका किसकी किसके कब कहां कहाँ कौनसा कौनसी कौन सा सी"
-    " होते होती होता हुआ हुई हुए जाता जाती जाते सबसे बहुत सकते सकता सकती चाहिए करें करूं"
-    " करूँ करे बनाएं बनाते बताएं मैं हम आप अपने"
-    # how-to verbs ("enable", "use", "set", "send", "get", "read", "add", "run"): a translation
-    # says them in other words (or in English), so they never decide whether a page answers
-    " चालू बंद सक्षम इस्तेमाल उपयोग प्रयोग बदलें बदले सेट लौटाएं लौटाएँ भेजें प्राप्त पढ़ें"
-    " जोड़ें लें लिखें चलाएं चलाएँ करना करने करते बनाना बनाने".split()
-)
-# The question words of the other Indic languages (what, how, why, where, when, who, which,
-# how many), as questions write them: like Hindi's, they say what is asked, not what about.
-INDIC_QUESTION_STOP = frozenset(
-    "কী কি কেন কোথায় কখন কে কীভাবে কিভাবে কোন কোনটি কত"  # Bengali
-    " ਕੀ ਕਿਵੇਂ ਕਿਉਂ ਕਿੱਥੇ ਕਦੋਂ ਕੌਣ ਕਿਹੜਾ ਕਿਹੜੀ ਕਿੰਨੇ ਕਿੰਨਾ"  # Punjabi
-    " શું કેવી રીતે કેમ ક્યાં ક્યારે કોણ કયું કયો કઈ કેટલા કેટલું"  # Gujarati
-    " କଣ କିପରି କାହିଁକି କେଉଁଠି କେବେ କିଏ କେଉଁ କେତେ"  # Odia
-    " என்ன எப்படி ஏன் எங்கே எப்போது யார் எது எந்த எத்தனை"  # Tamil
-    " ఏమిటి ఏమి ఎలా ఎందుకు ఎక్కడ ఎప్పుడు ఎవరు ఏది ఏ ఎన్ని"  # Telugu
-    " ಏನು ಹೇಗೆ ಏಕೆ ಎಲ್ಲಿ ಯಾವಾಗ ಯಾರು ಯಾವುದು ಯಾವ ಎಷ್ಟು"  # Kannada
-    " എന്ത് എങ്ങനെ എന്തുകൊണ്ട് എവിടെ എപ്പോൾ ആര് ഏത് ഏതാണ് എത്ര".split()  # Malayalam
-)
-# English function words BM25 keeps (possessives, quantifiers): not what a question is about.
-ENGLISH_QUESTION_STOP = frozenset(
-    "my me mine our ours us yours his hers any some all also just more most very much many"
-    " one get got".split()
-)
-_QUESTION_STOP = (
-    HINGLISH_STOP
-    | HINDI_QUESTION_STOP
-    | {hindi_spelling(w) for w in HINDI_QUESTION_STOP}  # as typed: "पढें", "बनाएँ", "जोडें"
-    | INDIC_QUESTION_STOP
-    | ENGLISH_QUESTION_STOP
-)
-# Words of the list that are also English words never mark a question as Hinglish.
-_ALSO_ENGLISH = frozenset("ki ka ko ye wo hum tak raha kar koi".split())
 
 
 class Signals(msgspec.Struct, kw_only=True):
@@ -163,18 +117,13 @@ def question_lang(question: str) -> str:
     ws = words(question)
     if not ws:
         return "en"
-    hindi = sum(w in HINGLISH_STOP and w not in _ALSO_ENGLISH for w in ws)
+    hindi = sum(w in HINGLISH_STOP and w not in ALSO_ENGLISH for w in ws)
     return "hinglish" if hindi >= 2 and hindi / len(ws) >= 0.2 else "en"
-
-
-def _asks(word: str) -> bool:
-    """A word that says what is asked, not what about (in any of its Hindi spellings)."""
-    return word in _QUESTION_STOP or (not word.isascii() and hindi_spelling(word) in _QUESTION_STOP)
 
 
 def content_terms(text: str) -> set[str]:
     """The question's stemmed content terms, without romanized Hindi function words."""
-    kept = (w for w in words(text) if not _asks(w))
+    kept = (w for w in words(text) if not asks(w))
     return set(bm25_terms(" ".join(kept)))
 
 
@@ -184,7 +133,7 @@ def content_keys(text: str) -> dict[str, str]:
     "मिडलवेयर" is found in a sentence that says "middleware", service.text.phonetic)."""
     out: dict[str, str] = {}
     for w in words(text):
-        if w.isascii() or _asks(w):
+        if w.isascii() or asks(w):
             continue
         stems = bm25_terms(w)
         if not stems:

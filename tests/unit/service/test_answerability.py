@@ -7,7 +7,6 @@ import pytest
 from evals.fit_answerability import Row, fit, pick_threshold
 from evals.logistic import fit_logistic
 from service.answerability import (
-    INDIC_QUESTION_STOP,
     Logistic,
     Model,
     Signals,
@@ -20,6 +19,7 @@ from service.answerability import (
 )
 from service.index.protocol import Hit
 from service.text.bm25 import K1, term_weights
+from service.text.question_words import INDIC_QUESTION_STOP
 from service.text.tokenize import words
 
 pytestmark = pytest.mark.unit
