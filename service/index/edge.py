@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 from collections.abc import AsyncIterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -112,6 +113,21 @@ def _condition(c: Condition) -> Any:
     return qe.FieldCondition(key=c.field, range=qe.RangeFloat(**bounds))
 
 
+@functools.lru_cache(maxsize=1024)
+def _principal_conditions(tenant_id: str, identities: frozenset[str]) -> tuple[Any, ...]:
+    """The tenant and ACL conditions of one principal, made once: a search builds its filter
+    up to four times, and building these objects was ~6 % of the loop's time per search."""
+    return (
+        qe.FieldCondition(key="tenant_id", match=qe.MatchValue(tenant_id)),
+        qe.FieldCondition(key="acl", match=qe.MatchAny(sorted(identities))),
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _principal_filter(tenant_id: str, identities: frozenset[str]) -> Any:
+    return qe.Filter(must=list(_principal_conditions(tenant_id, identities)))
+
+
 def _tenant_acl_filter(
     tenant_id: str,
     identities: frozenset[str],
@@ -120,10 +136,9 @@ def _tenant_acl_filter(
 ) -> Any:
     """Tenant, ACL and metadata conditions: one pre-filter inside the engine's search (`ids`:
     and only these points)."""
-    must: list[Any] = [
-        qe.FieldCondition(key="tenant_id", match=qe.MatchValue(tenant_id)),
-        qe.FieldCondition(key="acl", match=qe.MatchAny(sorted(identities))),
-    ]
+    if extra is None and ids is None:
+        return _principal_filter(tenant_id, identities)
+    must: list[Any] = list(_principal_conditions(tenant_id, identities))
     if extra is not None:
         must.extend(_condition(c) for c in extra.conditions)
     if ids is not None:

@@ -46,11 +46,13 @@ def rescored_union(
             ]
         )
     )
-    cosines = {str(p.id): p.score for p in found[0]}
-    bm25 = {str(p.id): p.score for p in found[1]}
+    # keyed by the engine's ids as they come (uuid.UUID): their strings are made only for
+    # the winners (`with_payloads`); UUIDs order as their strings do
+    cosines = {p.id: p.score for p in found[0]}
+    bm25 = {p.id: p.score for p in found[1]}
     no_cosine = bm25.keys() - cosines.keys()
     no_bm25 = cosines.keys() - bm25.keys()
-    rest: list[tuple[dict[str, float], Any]] = []
+    rest: list[tuple[dict[Any, float], Any]] = []
     if no_cosine:
         request = qe.QueryRequest(
             limit=len(no_cosine), query=dense, filter=only(no_cosine), params=EXACT
@@ -64,9 +66,9 @@ def rescored_union(
     if rest:
         more = shard.query_batch(qe.QueryBatchRequest([r for _, r in rest]))
         for (scores, _), points in zip(rest, more, strict=True):
-            scores.update((str(p.id), p.score) for p in points)
+            scores.update((p.id, p.score) for p in points)
     return [_best_first(cosines), _best_first(bm25)]
 
 
-def _best_first(scores: dict[str, float]) -> list[Unread]:
+def _best_first(scores: dict[Any, float]) -> list[Unread]:
     return [Unread(pid, s) for pid, s in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))]

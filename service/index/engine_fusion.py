@@ -94,7 +94,7 @@ def fused_hit(
         raw = max(0.0, (score - wd * cos) / ws)
     scores = {DENSE_KEY: cos, SPARSE_KEY: raw}
     if payload is None:
-        return bare_hit(str(pid), score, scores)
+        return bare_hit(pid, score, scores)
     return hit_from_payload(pid, score, payload, scores)
 
 
@@ -120,7 +120,7 @@ def _point_hit(p: Any, scores: dict[str, float]) -> Hit:
     """A hit of an engine point; a point whose payload was not read (None) gets a bare hit
     (an adapter reading only the winners' payloads fills them in)."""
     if p.payload is None:
-        return bare_hit(str(p.id), p.score, scores)
+        return bare_hit(p.id, p.score, scores)  # the id as it came: made a string with the payload
     return hit_from_payload(p.id, p.score, p.payload, scores)
 
 
@@ -135,10 +135,8 @@ def rank_points(
     if len(lists) == 1:
         key = DENSE_KEY if q.dense is not None and q.dense_weight > 0 else SPARSE_KEY
         return [_point_hit(p, {key: p.score}) for p in by_score(lists[0])[: q.limit]]
-    bm25 = {str(p.id): p.score for p in lists[1]}
-    hits = [
-        _point_hit(p, {DENSE_KEY: p.score, SPARSE_KEY: bm25.get(str(p.id), 0.0)}) for p in lists[0]
-    ]
+    bm25 = {p.id: p.score for p in lists[1]}
+    hits = [_point_hit(p, {DENSE_KEY: p.score, SPARSE_KEY: bm25.get(p.id, 0.0)}) for p in lists[0]]
     return fuse(
         hits,
         method=cast(FusionMethod, q.fusion),

@@ -127,8 +127,9 @@ def chunk_from_payload(payload: dict[str, Any], dense: list[float], sparse: Spar
     )
 
 
-def bare_hit(pid: str, score: float, scores: dict[str, float]) -> Hit:
-    """A scored point whose payload is not read yet (`hit_from_payload` fills it in later)."""
+def bare_hit(pid: Any, score: float, scores: dict[str, float]) -> Hit:
+    """A scored point whose payload is not read yet (`hit_from_payload` fills it in later, and
+    makes `pid` a string: until then it is the engine's id, e.g. a `uuid.UUID`)."""
     return Hit(id=pid, doc_id="", chunk_ix=0, score=float(score), text="", scores=scores)
 
 
