@@ -17,7 +17,7 @@ from service.answerability import model_version as answerability_version
 from service.config import Settings
 from service.index.filters import FilterSpec
 
-PIPELINE_VERSION = "2"  # 2: Hinglish leans on BM25; Hindi software words ask for English ones
+PIPELINE_VERSION = "3"  # 3: pronouns are not a question's content terms (answers and abstentions)
 """Bump when retrieval or answer code changes what it returns for the same inputs."""
 
 

@@ -14,7 +14,11 @@ HINGLISH_STOP = frozenset(
     " thi hota hoti hote karein karen kare karna karte karta karti kar kiya ke ki ka ko"
     " se mein aur ya bhi toh ye yeh wo woh liye sath saath wala wali wale chahiye sakte sakta"
     " sakti hum mujhe mera meri mere apna apne apni koi kuch jaise jab tak sabse nahi nahin diya"
-    " gaya raha rahe rahi batao bataiye".split()
+    " gaya raha rahe rahi batao bataiye"
+    # pronouns in their oblique and possessive forms ("ise kaise banayein": "ise" is "it")
+    " ise iska iski iske isko isme isse usko uska uski uske usme usse inhe unhe inka inki inke"
+    " unka unki unke inko unko inme unme inse unse jise jiska jiski jiske hamara hamari hamare"
+    " humein hame aapka aapki aapke aapko".split()
 )
 # Hindi question words and auxiliaries beyond BM25's stop words: they say what is asked, not
 # what about, so they are not content terms (they match any Hindi page).
@@ -25,7 +29,14 @@ HINDI_QUESTION_STOP = frozenset(
     # how-to verbs ("enable", "use", "set", "send", "get", "read", "add", "run"): a translation
     # says them in other words (or in English), so they never decide whether a page answers
     " चालू बंद सक्षम इस्तेमाल उपयोग प्रयोग बदलें बदले सेट लौटाएं लौटाएँ भेजें प्राप्त पढ़ें"
-    " जोड़ें लें लिखें चलाएं चलाएँ करना करने करते बनाना बनाने".split()
+    " जोड़ें लें लिखें चलाएं चलाएँ करना करने करते बनाना बनाने"
+    # pronouns in their oblique and possessive forms, which BM25's stop words (their plain
+    # forms, "इस", "उस") miss: "मिडलवेयर क्या है और इसे कैसे बनाएं?" asks about middleware, not
+    # "इस", and an answer sentence that says "इसे" is no closer to it
+    " इसे इसका इसकी इसके इसको इसमें इससे इसी उसे उसका उसकी उसके उसको उसमें उससे उसी इन्हें"
+    " उन्हें इनका इनकी इनके इनको इनमें इनसे उनका उनकी उनके उनको उनमें उनसे इन्हीं उन्हीं जिसे"
+    " जिसका जिसकी जिसके जिसमें जिससे जिन्हें जिनका जिनकी जिनके मुझे मेरा मेरी मेरे हमें हमारा"
+    " हमारी हमारे आपका आपकी आपके आपको".split()
 )
 # The question words of the other Indic languages (what, how, why, where, when, who, which,
 # how many), as questions write them: like Hindi's, they say what is asked, not what about.

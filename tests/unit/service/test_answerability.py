@@ -12,11 +12,14 @@ from service.answerability import (
     Signals,
     abstain_message,
     compute,
+    content_keys,
     content_terms,
     decide,
     load_model,
     question_lang,
 )
+from service.generate.protocol import Passage
+from service.generate.select import select
 from service.index.protocol import Hit
 from service.text.bm25 import K1, term_weights
 from service.text.question_words import INDIC_QUESTION_STOP
@@ -266,3 +269,21 @@ def test_sentence_similarity_is_a_signal_only_for_english_with_vectors() -> None
     assert decide("What is the capital of France?", [old], model).model == "dense"
     # the English embedder is noise for Hindi: never the sentence model
     assert decide("फ्रांस की राजधानी क्या है?", [on_topic], model).model == "lexical"
+
+
+def test_pronouns_are_not_content_terms() -> None:
+    """ "मिडलवेयर क्या है और इसे कैसे बनाएं?" asks about middleware; "इसे" ("it") is not what
+    it asks about, in Devanagari or romanized, so a sentence that says "इसे" is no closer."""
+    assert content_terms("मिडलवेयर क्या है और इसे कैसे बनाएं?") == {"मिडलवेयर"}
+    assert "ise" not in content_terms("middleware kya hai aur ise kaise banayein?")
+    assert content_terms("उसका status code कैसे बदलें?") == {"status", "code"}
+    assert question_lang("isko kaise configure karein?") == "hinglish"
+    definition = '"middleware" एक function है जो हर request के साथ काम करता है।'
+    pronoun = "अगर कोई background tasks थे, तो आप इसे बाद में देखेंगे: वे middleware के बाद चलेंगे।"
+    picked = select(
+        content_terms("मिडलवेयर क्या है और इसे कैसे बनाएं?"),
+        [Passage(id="S1", title="", text=f"{definition} {pronoun}")],
+        1,
+        content_keys("मिडलवेयर क्या है और इसे कैसे बनाएं?"),
+    )
+    assert picked == [(definition, "S1")]
