@@ -29,15 +29,9 @@ HINDI_QUESTION_STOP = frozenset(
     # how-to verbs ("enable", "use", "set", "send", "get", "read", "add", "run"): a translation
     # says them in other words (or in English), so they never decide whether a page answers
     " चालू बंद सक्षम इस्तेमाल उपयोग प्रयोग बदलें बदले सेट लौटाएं लौटाएँ भेजें प्राप्त पढ़ें"
-    " जोड़ें लें लिखें चलाएं चलाएँ करना करने करते बनाना बनाने"
-    # pronouns in their oblique and possessive forms, which BM25's stop words (their plain
-    # forms, "इस", "उस") miss: "मिडलवेयर क्या है और इसे कैसे बनाएं?" asks about middleware, not
-    # "इस", and an answer sentence that says "इसे" is no closer to it
-    " इसे इसका इसकी इसके इसको इसमें इससे इसी उसे उसका उसकी उसके उसको उसमें उससे उसी इन्हें"
-    " उन्हें इनका इनकी इनके इनको इनमें इनसे उनका उनकी उनके उनको उनमें उनसे इन्हीं उन्हीं जिसे"
-    " जिसका जिसकी जिसके जिसमें जिससे जिन्हें जिनका जिनकी जिनके मुझे मेरा मेरी मेरे हमें हमारा"
-    " हमारी हमारे आपका आपकी आपके आपको".split()
+    " जोड़ें लें लिखें चलाएं चलाएँ करना करने करते बनाना बनाने".split()
 )
+# (Hindi pronouns in every form, "इसे", "उसका", are BM25 stop words: service.text.tokenize.)
 # The question words of the other Indic languages (what, how, why, where, when, who, which,
 # how many), as questions write them: like Hindi's, they say what is asked, not what about.
 INDIC_QUESTION_STOP = frozenset(

@@ -53,7 +53,13 @@ def hindi_spelling(word: str) -> str:
 _HINDI_STOP_WORDS = (
     "का के की को में से पर और है हैं था थे थी हो होता होती होते यह वह ये वे इस उस इन उन एक"
     " भी तो ही कि जो जब तक लिए साथ द्वारा या कर करने करता करती किया गया गई गए रहा रही रहे"
-    " अपने अपना अपनी क्या कैसे क्यों कौन कहाँ नहीं ना".split()
+    " अपने अपना अपनी क्या कैसे क्यों कौन कहाँ नहीं ना"
+    # the pronouns' oblique and possessive forms: "इसे" stems to "इस", which would otherwise
+    # match every chunk that says "इसे" or "इसका"
+    " इसे इसका इसकी इसके इसको इसमें इससे इसी उसे उसका उसकी उसके उसको उसमें उससे उसी इन्हें"
+    " उन्हें इनका इनकी इनके इनको इनमें इनसे उनका उनकी उनके उनको उनमें उनसे इन्हीं उन्हीं जिसे"
+    " जिसका जिसकी जिसके जिसमें जिससे जिन्हें जिनका जिनकी जिनके मुझे मेरा मेरी मेरे हमें हमारा"
+    " हमारी हमारे आपका आपकी आपके आपको".split()
 )
 # Frequent Hindi function words (postpositions, auxiliaries, pronouns, conjunctions), as
 # written and in their normalized spelling ("कहाँ", "कहां").

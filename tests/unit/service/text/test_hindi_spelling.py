@@ -76,3 +76,9 @@ def test_a_question_word_is_one_in_either_spelling() -> None:
     assert content_terms("Cookie कैसे पढें?") == content_terms("Cookie कैसे पढ़ें?") == {"cooki"}
     assert content_terms("JWT token कैसे बनाएँ?") == content_terms("JWT token कैसे बनाएं?")
     assert content_terms("SQL database कैसे जोडें?") == content_terms("SQL database कैसे जोड़ें?")
+
+
+def test_pronouns_in_every_form_are_stop_words() -> None:
+    """ "इसे" stems to "इस": without its own stop word it matched every chunk that says "इसे"."""
+    assert bm25_terms("इसे उसका इनके जिसमें आपको") == []
+    assert bm25_terms("मिडलवेयर क्या है और इसे कैसे बनाएं?") == ["मिडलवेयर", "बन"]
