@@ -14,12 +14,13 @@ the generator may cite and `done.citations` refers to the same ids.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence, Set
 
 import msgspec
 
 from service.index.protocol import NO_SCORE, Hit
-from service.text.markdown import units
+from service.text.markdown import is_block, units
 from service.text.memo import memo_text
 from service.text.sentences import split_sentences
 from service.text.tokenize import words
@@ -61,12 +62,44 @@ def drop_near_duplicates(hits: Sequence[Hit], threshold: float = 0.8) -> list[Hi
 
 
 def _join(a: str, b: str) -> str:
-    """`a` then `b`, without the sentences that end `a` and also start `b` (chunk overlap)."""
+    """`a` then `b`, without the sentences that end `a` and also start `b` (chunk overlap), each
+    text as it was written: a code block, a list or a table keeps its lines (joined sentence by
+    sentence with spaces, a fence ran into the next line's prose and the rest of the passage
+    read as code)."""
     sa, sb = split_sentences(a), split_sentences(b)
     for n in range(min(len(sa), len(sb)), 0, -1):
         if [" ".join(s.split()) for s in sa[-n:]] == [" ".join(s.split()) for s in sb[:n]]:
-            return " ".join([*sa, *sb[n:]])
-    return f"{a} {b}"
+            ends = _ends(b, sb[:n])
+            return _glue(a, b[ends[-1] :] if ends else " ".join(sb[n:]))
+    return _glue(a, b)
+
+
+def _glue(a: str, b: str) -> str:
+    """`a` and `b` as one text: a paragraph break between them where either side is a block
+    (code, list, table) at the seam, else a space (a chunk may end mid-paragraph)."""
+    a, b = a.rstrip(), b.lstrip()
+    if not a or not b:
+        return a or b
+    ua, ub = units(a), units(b)
+    block = bool(ua and is_block(ua[-1])) or bool(ub and is_block(ub[0]))
+    return f"{a}\n\n{b}" if block else f"{a} {b}"
+
+
+def _ends(text: str, pieces: Sequence[str]) -> list[int] | None:
+    """Where each of `pieces` (sentences or units of `text`, in order, whitespace possibly
+    changed) ends in `text`; None when one is not found."""
+    ends: list[int] = []
+    at = 0
+    for piece in pieces:
+        tokens = piece.split()
+        if not tokens:
+            continue
+        found = re.compile(r"\s+".join(map(re.escape, tokens))).search(text, at)
+        if found is None:
+            return None
+        at = found.end()
+        ends.append(at)
+    return ends
 
 
 def _norm(unit: str) -> str:
@@ -144,12 +177,23 @@ def merge_neighbours(hits: Sequence[Hit]) -> list[Hit]:
 
 
 def _cut(text: str, room: int, count: CountTokens) -> str:
-    kept: list[str] = []
-    for sentence in split_sentences(text):
-        if count(" ".join([*kept, sentence])) > room:
+    """The longest start of `text` that fits `room`, cut after a unit (a sentence, or a whole
+    code block, list or table), as written."""
+    found = units(text)
+    ends = _ends(text, found)
+    if ends is None:  # a unit not found as written: sentence by sentence, spaced
+        kept: list[str] = []
+        for sentence in split_sentences(text):
+            if count(" ".join([*kept, sentence])) > room:
+                break
+            kept.append(sentence)
+        return " ".join(kept)
+    end = 0
+    for e in ends:
+        if count(text[:e]) > room:
             break
-        kept.append(sentence)
-    return " ".join(kept)
+        end = e
+    return text[:end]
 
 
 def fit_budget(hits: Sequence[Hit], budget: int, count: CountTokens = estimate_tokens) -> list[Hit]:

@@ -63,3 +63,36 @@ def test_citation_ids_follow_the_trimmed_passages() -> None:
     hits = [hit("a", 0, A0), hit("a", 1, A1), hit("b", 0, B0), hit("b", 0, B0)]
     sources = number_sources(trim(hits, budget_tokens=1000))
     assert [(s.id, s.doc_id) for s in sources] == [("S1", "a"), ("S2", "b")]
+
+
+C0 = "To receive files, first install `python-multipart`. Add it to your project:\n\n" + (
+    "```console\n$ uv add python-multipart\n```"
+)
+C1 = "Create file and form parameters the same way.\n\n* Import `File`.\n* Declare `UploadFile`."
+
+
+def test_merged_neighbours_keep_code_blocks_and_lists_as_written() -> None:
+    """A chunk that ends in a code block, joined to the next one with a space, ran the closing
+    fence into the next chunk's prose: the rest of the passage read as code, and an answer quoted
+    it whole as one block."""
+    from service.text.markdown import units
+
+    merged = merge_neighbours([hit("up", 0, C0), hit("up", 1, C1)])[0].text
+    assert "```console\n$ uv add python-multipart\n```\n\nCreate file" in merged
+    assert merged.endswith("* Import `File`.\n* Declare `UploadFile`.")
+    assert "```console\n$ uv add python-multipart\n```" in units(merged)
+    # the chunker's overlap is still said once, and the text after it keeps its lines
+    overlap = merge_neighbours([hit("up", 0, "Intro. " + C1.split("\n")[0]), hit("up", 1, C1)])
+    assert overlap[0].text == "Intro. " + C1
+
+
+def test_a_cut_passage_ends_after_a_whole_unit_as_written() -> None:
+    prose = " ".join(f"Sentence number {n} says a few words here." for n in range(6))
+    kept = f"{prose}\n\n```py\nx = 1\ny = 2\n```"
+    text = f"{kept}\n\n" + " ".join(f"After the code {n} comes more prose." for n in range(8))
+    room = estimate_tokens(kept) + 2
+    assert room >= 40 and estimate_tokens(text) > room
+    [cut] = fit_budget([hit("b", 0, text)], room)
+    assert cut.text == kept  # the code block whole, its lines kept; nothing after it fits
+    [short] = fit_budget([hit("b", 0, text)], estimate_tokens(kept) - 2)
+    assert short.text == prose  # the block does not fit: cut before it, never inside
