@@ -11,6 +11,7 @@ from service.pipeline.trim import (
     merge_neighbours,
     trim,
 )
+from service.text.markdown import units
 
 pytestmark = pytest.mark.unit
 
@@ -75,14 +76,13 @@ def test_merged_neighbours_keep_code_blocks_and_lists_as_written() -> None:
     """A chunk that ends in a code block, joined to the next one with a space, ran the closing
     fence into the next chunk's prose: the rest of the passage read as code, and an answer quoted
     it whole as one block."""
-    from service.text.markdown import units
-
     merged = merge_neighbours([hit("up", 0, C0), hit("up", 1, C1)])[0].text
     assert "```console\n$ uv add python-multipart\n```\n\nCreate file" in merged
     assert merged.endswith("* Import `File`.\n* Declare `UploadFile`.")
     assert "```console\n$ uv add python-multipart\n```" in units(merged)
     # the chunker's overlap is still said once, and the text after it keeps its lines
-    overlap = merge_neighbours([hit("up", 0, "Intro. " + C1.split("\n")[0]), hit("up", 1, C1)])
+    first = C1.split("\n", maxsplit=1)[0]
+    overlap = merge_neighbours([hit("up", 0, f"Intro. {first}"), hit("up", 1, C1)])
     assert overlap[0].text == "Intro. " + C1
 
 
