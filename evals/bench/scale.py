@@ -62,7 +62,8 @@ from evals.svg import line_chart
 from service.config import Settings, load_settings
 from service.embed.loader import load_embedder
 from service.identity import Principal
-from service.index.edge import EdgeIndex, _tenant_acl_filter, search_requests
+from service.index.edge import EdgeIndex, search_requests
+from service.index.edge_filters import tenant_acl_filter
 from service.index.edge_points import hits_from_results
 from service.index.filters import parse_filters
 from service.index.protocol import Hit, SearchQuery, point_id
@@ -274,7 +275,7 @@ def _recall(index: EdgeIndex, w: Workload, request: Any, n: int = 50) -> dict[st
     found: dict[str, list[float]] = {"unfiltered": [], "filtered_by_size": []}
     for i in range(min(n, len(w.texts))):
         q = request(i, w.by_size[i])
-        flt = _tenant_acl_filter(q.tenant_id, q.identities, q.filter)
+        flt = tenant_acl_filter(q.tenant_id, q.identities, q.filter)
         for name, f in (("unfiltered", None), ("filtered_by_size", flt)):
             exact = _dense_ids(index, w.dense[i], f, exact=True)
             if exact:

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 import qdrant_edge as qe
 
-from service.index.edge import EdgeIndex, _tenant_acl_filter, search_requests
+from service.index.edge import EdgeIndex, search_requests
+from service.index.edge_filters import tenant_acl_filter
 from service.index.edge_points import rank_unread, with_payloads
 from service.index.protocol import Hit, SearchQuery
 from service.index.schema import collection_spec
@@ -32,8 +33,8 @@ pytestmark = pytest.mark.integration
 
 def one_call(idx: EdgeIndex, q: SearchQuery) -> list[Hit]:
     """The search as it was asked before: two rescoring requests, each with both prefetches."""
-    flt = _tenant_acl_filter(q.tenant_id, q.identities, q.filter)
-    corpus = _tenant_acl_filter(q.tenant_id, q.identities)
+    flt = tenant_acl_filter(q.tenant_id, q.identities, q.filter)
+    corpus = tenant_acl_filter(q.tenant_id, q.identities)
     requests = search_requests(q, flt, corpus, with_payload=False)
     results = idx._shard.query_batch(qe.QueryBatchRequest(requests))
     hits = rank_unread(q, results)
