@@ -26,6 +26,7 @@ from service.text.sentences import split_sentences
 from service.text.tokenize import words
 
 CountTokens = Callable[[str], int]
+_WORD_RUN = re.compile(r"\S+")
 SHINGLE = 3
 MIN_CUT_TOKENS = 40
 
@@ -87,18 +88,24 @@ def _glue(a: str, b: str) -> str:
 
 def _ends(text: str, pieces: Sequence[str]) -> list[int] | None:
     """Where each of `pieces` (sentences or units of `text`, in order, whitespace possibly
-    changed) ends in `text`; None when one is not found."""
+    changed) ends in `text`; None when one is not found. One pass over `text`'s words, no regex
+    per piece."""
+    words = [(m.group(), m.end()) for m in _WORD_RUN.finditer(text)]
     ends: list[int] = []
     at = 0
     for piece in pieces:
         tokens = piece.split()
         if not tokens:
             continue
-        found = re.compile(r"\s+".join(map(re.escape, tokens))).search(text, at)
-        if found is None:
+        n = len(tokens)
+        while at + n <= len(words) and (
+            words[at][0] != tokens[0] or [w for w, _ in words[at : at + n]] != tokens
+        ):
+            at += 1
+        if at + n > len(words):
             return None
-        at = found.end()
-        ends.append(at)
+        at += n
+        ends.append(words[at - 1][1])
     return ends
 
 
@@ -178,7 +185,8 @@ def merge_neighbours(hits: Sequence[Hit]) -> list[Hit]:
 
 def _cut(text: str, room: int, count: CountTokens) -> str:
     """The longest start of `text` that fits `room`, cut after a unit (a sentence, or a whole
-    code block, list or table), as written."""
+    code block), as written; a list or a table that does not fit whole is cut after a line (a
+    code block never is: half of one is not code)."""
     found = units(text)
     ends = _ends(text, found)
     if ends is None:  # a unit not found as written: sentence by sentence, spaced
@@ -189,10 +197,17 @@ def _cut(text: str, room: int, count: CountTokens) -> str:
             kept.append(sentence)
         return " ".join(kept)
     end = 0
-    for e in ends:
-        if count(text[:e]) > room:
-            break
-        end = e
+    for unit, e in zip(found, ends, strict=True):
+        if count(text[:e]) <= room:
+            end = e
+            continue
+        if is_block(unit) and not unit.lstrip().startswith(("```", "~~~")):
+            start = end  # the block's lines lie between the last unit kept and its end
+            for line_end in _ends(text[start:e], unit.split("\n")) or []:
+                if count(text[: start + line_end]) > room:
+                    break
+                end = start + line_end
+        break
     return text[:end]
 
 

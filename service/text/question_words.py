@@ -18,7 +18,8 @@ HINGLISH_STOP = frozenset(
     # pronouns in their oblique and possessive forms ("ise kaise banayein": "ise" is "it")
     " ise iska iski iske isko isme isse usko uska uski uske usme usse inhe unhe inka inki inke"
     " unka unki unke inko unko inme unme inse unse jise jiska jiski jiske hamara hamari hamare"
-    " humein hame aapka aapki aapke aapko".split()
+    " humein hame hamein aapka aapki aapke aapko ismein usmein inmein unmein jinka jinki jinke"
+    " inhen unhen".split()
 )
 # Hindi question words and auxiliaries beyond BM25's stop words: they say what is asked, not
 # what about, so they are not content terms (they match any Hindi page).

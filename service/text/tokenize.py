@@ -64,7 +64,9 @@ _HINDI_STOP_WORDS = (
     " अंदर आदि इत्यादि एवं ऐसे ऐसा ऐसी कई काफ़ी किसी किसे कुछ कोई जहाँ जहां जा जितना जिस जैसा"
     " जैसे जैसी तब तरह दूसरे ने फिर बहुत भीतर मगर यदि अगर यहाँ यहां यही वही वहाँ वहां वाले"
     " वाला वाली लेकिन परंतु किंतु क्योंकि इसलिए सकता सकते सकती सबसे सभी सारा हुआ हुई हुए होना"
-    " होने होगा होगी होंगे जाता जाती जाते जाए जाएगा जाएगी चाहिए बिलकुल वगैरह".split()
+    " होने होगा होगी होंगे जाता जाती जाते जाए जाएगा जाएगी चाहिए बिलकुल बिल्कुल वगैरह"
+    # as often typed without the nasal, or with a medial "ये"
+    " हमे इसमे उसमे इनमे उनमे जिसमे जायेगा जायेगी जायेंगे".split()
 )
 # Frequent Hindi function words (postpositions, auxiliaries, pronouns, conjunctions), as
 # written and in their normalized spelling ("कहाँ", "कहां").
@@ -154,5 +156,13 @@ def indic_lang(text: str) -> str:
 
 
 def content_words(text: str) -> list[str]:
-    """`words` without stop words (unstemmed), in order."""
-    return [w for w in words(text) if w not in ENGLISH_STOP and w not in HINDI_STOP]
+    """`words` without stop words (unstemmed), in order; a Devanagari word is a stop word in any
+    of its spellings ("परन्तु" as "परंतु", "जाये" as "जाए": `hindi_spelling`)."""
+    return [w for w in words(text) if w not in ENGLISH_STOP and not _hindi_stop(w)]
+
+
+@lru_cache(maxsize=200_000)
+def _hindi_stop(word: str) -> bool:
+    return word in HINDI_STOP or (
+        _DEVANAGARI.match(word) is not None and hindi_spelling(word) in HINDI_STOP
+    )

@@ -96,3 +96,14 @@ def test_a_cut_passage_ends_after_a_whole_unit_as_written() -> None:
     assert cut.text == kept  # the code block whole, its lines kept; nothing after it fits
     [short] = fit_budget([hit("b", 0, text)], estimate_tokens(kept) - 2)
     assert short.text == prose  # the block does not fit: cut before it, never inside
+
+
+def test_a_list_too_long_for_the_room_is_cut_after_a_line() -> None:
+    """A passage that opens with a list bigger than the room keeps the items that fit (a code
+    block is kept whole or not at all)."""
+    items = [f"- Item {i} explains one option of the command line." for i in range(40)]
+    text = "Options:\n\n" + "\n".join(items)
+    [cut] = fit_budget([hit("a", 0, text)], 100)
+    kept = cut.text.removeprefix("Options:\n\n").split("\n")
+    assert 1 <= len(kept) < len(items) and kept == items[: len(kept)]
+    assert estimate_tokens(cut.text) <= 100

@@ -82,3 +82,8 @@ def test_pronouns_in_every_form_are_stop_words() -> None:
     """ "इसे" stems to "इस": without its own stop word it matched every chunk that says "इसे"."""
     assert bm25_terms("इसे उसका इनके जिसमें आपको") == []
     assert bm25_terms("मिडलवेयर क्या है और इसे कैसे बनाएं?") == ["मिडलवेयर", "बन"]
+
+
+def test_stop_words_are_stopped_in_any_spelling() -> None:
+    """ "परन्तु" is "परंतु", "जाये" is "जाए", "वग़ैरह" is "वगैरह": the stop list holds one spelling."""
+    assert bm25_terms("परन्तु किन्तु अन्दर वग़ैरह जाये बिल्कुल हमे इसमे") == []
