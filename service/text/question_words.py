@@ -5,7 +5,7 @@ romanized Hindi function words also mark a question as Hinglish."""
 
 from __future__ import annotations
 
-from service.text.tokenize import hindi_spelling
+from service.text.tokenize import hindi_spelling, in_any_spelling
 
 # Romanized Hindi function words (Hinglish): never in English documentation, so they would
 # count as uncovered question terms; they also mark the question as Hinglish.
@@ -64,4 +64,4 @@ ALSO_ENGLISH = frozenset("ki ka ko ye wo hum tak raha kar koi".split())
 def asks(word: str) -> bool:
     """A case-folded word that says what is asked, not what about (in any of its Hindi
     spellings)."""
-    return word in QUESTION_STOP or (not word.isascii() and hindi_spelling(word) in QUESTION_STOP)
+    return in_any_spelling(word, QUESTION_STOP)

@@ -16,6 +16,7 @@ the text quoted, and the words `service.text.phonetic` spells out, stay as writt
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Set as AbstractSet
 from functools import lru_cache
 
 import regex
@@ -48,6 +49,12 @@ def hindi_spelling(word: str) -> str:
     if _VIRAMA in word:
         word = _DEAD_NASAL.sub(_ANUSVARA, word)
     return _FINAL_YE.sub("ए", word)
+
+
+def in_any_spelling(word: str, vocab: AbstractSet[str]) -> bool:
+    """`word` is in `vocab` as written or, a non-Latin word, in its `hindi_spelling` (a list
+    holds one spelling: "परन्तु" is "परंतु", "पढें" is "पढ़ें")."""
+    return word in vocab or (not word.isascii() and hindi_spelling(word) in vocab)
 
 
 _HINDI_STOP_WORDS = (
@@ -163,6 +170,4 @@ def content_words(text: str) -> list[str]:
 
 @lru_cache(maxsize=200_000)
 def _hindi_stop(word: str) -> bool:
-    return word in HINDI_STOP or (
-        _DEVANAGARI.match(word) is not None and hindi_spelling(word) in HINDI_STOP
-    )
+    return in_any_spelling(word, HINDI_STOP)
