@@ -66,6 +66,10 @@ def mean_pool(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64]) -> V
     return out
 
 
+PER_TENSOR = frozenset({"dynamic8", "split8"})
+"""Query models quantized with one activation scale per tensor (service.embed.quantize)."""
+
+
 class OnnxEmbedder:
     """Embed with an exported transformer; `load` exports into `onnx_dir` on first use."""
 
@@ -184,6 +188,11 @@ class OnnxEmbedder:
     def _embed(self, texts: Sequence[str], session: Any, *, keep: bool = False) -> Vectors:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        per_tensor = self.query_model in PER_TENSOR and session not in (self._session, self._wide)
+        if len(texts) > 1 and per_tensor:
+            # one activation scale per tensor spans the whole batch: a query's vector would
+            # depend on what other queries (of any tenant) shared its call; alone, it does not
+            return np.concatenate([self._embed([t], session) for t in texts])
         encodings, hidden, mask = self._forward(texts, session)
         if keep and (session is self._session or session is self._wide):
             for text, e, states in zip(texts, encodings, hidden, strict=True):
