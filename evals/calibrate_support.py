@@ -57,7 +57,7 @@ async def collect(data: Path, suites: Sequence[str], config: str | None) -> list
         async for suite, who in synced_suites(suites, data, rt.pool, rt.index, rt.embedder):
             k = suite.manifest.request.search_top_k
             for q in suite.questions:
-                hits = await rt.retriever.retrieve(
+                hits = await rt.answer_retriever.retrieve(
                     who, q.question, filters=None, top_k=k, budget=Budget(60_000)
                 )
                 split, kind = q.tags.get("split", "test"), q.answerable

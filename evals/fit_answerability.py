@@ -111,7 +111,7 @@ async def collect(data: Path, suites: Sequence[str], config: str | None) -> list
             t = settings.trim
             for q in suite.questions:
                 budget = Budget(60_000)  # offline: no deadline cuts a signal short
-                hits = await rt.retriever.retrieve(
+                hits = await rt.answer_retriever.retrieve(
                     who, q.question, filters=None, top_k=top_k, budget=budget
                 )
                 hits = trim(

@@ -151,6 +151,9 @@ class Runtime:
             self.stats,
             keys=Keys.for_runtime(settings, embedder.name, query_model),
         )
+        # where queries run on a quantized copy, answers still embed their question on the
+        # fp32 model: their token alignment needs its states anyway (one pass, not two)
+        exact = getattr(embedder, "exact_queries", None)
         self.batcher = MicroBatcher(
             for_queries(embedder),
             max_batch=e.max_batch,
@@ -158,6 +161,8 @@ class Runtime:
             workers=query_workers(e),
             # a lone query's wide session (`embedder.lone_query_threads`), made at load
             alone=getattr(embedder, "lone", None),
+            exact=exact() if exact is not None else None,
+            exact_alone=exact(lone=True) if exact is not None else None,
         )
         query_embedder: QueryEmbedder = self.batcher
         if c.enabled:
@@ -169,22 +174,37 @@ class Runtime:
                 ttl_s=c.embedding_ttl_s,
             )
         self.reranker = reranker
-        retriever = Retriever(query_embedder, index, settings, reranker)
-        self.retriever: Retrieval = retriever
-        if c.enabled:
-            self.retriever = CachingRetriever(
+        # answers retrieve with fp32 query vectors (`exact`), so their retrievals and answers
+        # are keyed as the fp32 model's, which they are
+        answer_keys = self.caching.keys
+        if self.batcher.exact is not None:
+            answer_keys = Keys.for_runtime(settings, embedder.name, "none")
+
+        def retrieval(exact: bool, keys: Keys) -> Retrieval:
+            retriever = Retriever(query_embedder, index, settings, reranker, exact=exact)
+            if not c.enabled:
+                return retriever
+            return CachingRetriever(
                 inner=retriever,
                 cache=self.caching.cache,
-                keys=self.caching.keys,
+                keys=keys,
                 visibility=self.caching.visibility,
                 ttl_s=c.retrieval_ttl_s,
                 stats=self.stats,
             )
+
+        self.retriever: Retrieval = retrieval(False, self.caching.keys)
+        """What `/v1/search` asks: queries on the query model."""
+        self.answer_retriever: Retrieval = (
+            retrieval(True, answer_keys) if self.batcher.exact is not None else self.retriever
+        )
+        """What answers ask: queries on the fp32 model (the same as `retriever` unless queries
+        run on a quantized copy)."""
         self.router = router or GeneratorRouter.of(
             ExtractiveGenerator(settings.generator.max_sentences)
         )
         self.pipeline = AnswerPipeline(
-            self.retriever,
+            self.answer_retriever,
             self.router,
             settings,
             grounder=Grounder.from_settings(settings.grounding, embedder),
@@ -195,7 +215,7 @@ class Runtime:
         self.answers = CachingPipeline(
             inner=self.pipeline,
             cache=self.caching.cache,
-            keys=self.caching.keys,
+            keys=answer_keys,
             visibility=self.caching.visibility,
             idempotency=self.caching.idempotency,
             remote=self.caching.remote,
@@ -262,9 +282,10 @@ class Runtime:
         t0 = time.perf_counter()
         words = "warm up the query embedder with a sentence of typical length".split()
         texts = [" ".join(words[:n] * (1 + n // 4)) for n in (2, 6, 11)]
-        for text in texts:
-            await self.batcher.embed(text)
-        await asyncio.gather(*(self.batcher.embed(t) for t in texts))
+        for exact in dict.fromkeys([False, self.batcher.exact is not None]):
+            for text in texts:
+                await self.batcher.embed(text, exact=exact)
+            await asyncio.gather(*(self.batcher.embed(t, exact=exact) for t in texts))
         principal = Principal(tenant_id=WARM_UP_TENANT, user_id="warm-up")
         await Retriever(self.batcher, self.index, self.settings).retrieve(
             principal, texts[-1], filters=None, top_k=5, budget=Budget(10_000)

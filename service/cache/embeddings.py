@@ -45,20 +45,21 @@ class CachingEmbedder:
         self.ttl_s = ttl_s
         self._flights: SingleFlight[Vectors] = SingleFlight()
 
-    async def embed(self, text: str) -> Vectors:
+    async def embed(self, text: str, *, exact: bool = False) -> Vectors:
         tenant = tenant_scope.get()
         if tenant is None:
-            return await self.inner.embed(text)
-        key = self.keys.embedding(tenant, self.model, text)
+            return await self.inner.embed(text, exact=exact)
+        exact = exact and self.inner.exact is not None  # else the one model serves both
+        key = self.keys.embedding(tenant, f"{self.model}:exact" if exact else self.model, text)
         raw, _ = await self.cache.get(KIND, key)
         if raw is not None:
             return np.frombuffer(raw, dtype=np.float32)
-        vec, joined = await self._flights.run(key, lambda: self._compute(key, text))
+        vec, joined = await self._flights.run(key, lambda: self._compute(key, text, exact))
         if not joined:  # it ran in the flight's own task: say so in this request's context
             QUERY_EMBEDDED.set(True)
         return vec
 
-    async def _compute(self, key: str, text: str) -> Vectors:
-        vec = np.ascontiguousarray(await self.inner.embed(text), dtype=np.float32)
+    async def _compute(self, key: str, text: str, exact: bool) -> Vectors:
+        vec = np.ascontiguousarray(await self.inner.embed(text, exact=exact), dtype=np.float32)
         await self.cache.set(KIND, key, vec.tobytes(), self.ttl_s, background=True)
         return vec

@@ -15,6 +15,12 @@ one, the embedder was a single busy core and capped the search rate at 4 clients
 `alone`, when given, embeds a lone query while no other call runs: the same model on more
 intra-op threads, so the cores that would idle at one client help it (on a 2-core AVX2 EPYC a
 claim took 12 vs 18 ms p50 on two threads); under load calls overlap and take `embedder`.
+
+`exact` (and `exact_alone`), when given, embed the queries asked for with `exact=True`: the
+fp32 model, where `embedder` runs queries on a quantized copy. An answer asks so, since its
+token alignment needs the fp32 model's states of the question anyway; a search needs only the
+vector. Both kinds share the queue, the workers and the bounds; one call embeds each kind's
+texts in turn.
 """
 
 from __future__ import annotations
@@ -28,6 +34,9 @@ import numpy as np
 from service.embed.protocol import QUERY_EMBEDDED, Embedder, Vectors
 from service.errors import Overloaded
 
+Item = tuple[str, "asyncio.Future[Vectors]", bool]
+"""A waiting query: its text, its caller's future, and whether it asked for the exact model."""
+
 
 class MicroBatcher:
     def __init__(
@@ -39,14 +48,18 @@ class MicroBatcher:
         max_queue: int = 256,
         workers: int = 1,
         alone: Embedder | None = None,
+        exact: Embedder | None = None,
+        exact_alone: Embedder | None = None,
     ) -> None:
         self.embedder = embedder
         self.alone = alone
+        self.exact = exact
+        self.exact_alone = exact_alone if exact is not None else None
         self.lone_calls = 0
         self.max_batch = max_batch
         self.max_wait = max_wait_ms / 1000
         self.workers = max(1, workers)
-        self._queue: asyncio.Queue[tuple[str, asyncio.Future[Vectors]]] = asyncio.Queue(max_queue)
+        self._queue: asyncio.Queue[Item] = asyncio.Queue(max_queue)
         self._executor = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="embed")
         self._slots = asyncio.Semaphore(self.workers)
         self._calls: set[asyncio.Task[None]] = set()
@@ -71,12 +84,13 @@ class MicroBatcher:
         """Texts waiting for a batch (the `embed` queue-depth gauge)."""
         return self._queue.qsize()
 
-    async def embed(self, text: str) -> Vectors:
-        """One query's vector (shape (dim,)), batched with whatever else is waiting."""
+    async def embed(self, text: str, *, exact: bool = False) -> Vectors:
+        """One query's vector (shape (dim,)), batched with whatever else is waiting; `exact`:
+        on the fp32 model (`exact`) when there is a quantized query model."""
         self.start()
         fut: asyncio.Future[Vectors] = asyncio.get_running_loop().create_future()
         try:
-            self._queue.put_nowait((text, fut))
+            self._queue.put_nowait((text, fut, exact and self.exact is not None))
         except asyncio.QueueFull:
             raise Overloaded("embedding queue is full", retry_after=0.5) from None
         vector = await fut
@@ -95,19 +109,27 @@ class MicroBatcher:
             if not live:
                 self._slots.release()
                 continue
-            embedder = self.embedder
-            if self.alone is not None and len(live) == 1 and not self._calls:
-                embedder = self.alone  # nothing else runs: the wide session
-                self.lone_calls += 1
-            call = loop.create_task(self._call(loop, live, embedder), name="embed-call")
+            lone = len(live) == 1 and not self._calls  # nothing else runs: the wide session
+            groups = []
+            for exact in (False, True):
+                part = [item for item in live if item[2] is exact]
+                if not part:
+                    continue
+                narrow, wide = (
+                    (self.exact, self.exact_alone) if exact else (self.embedder, self.alone)
+                )
+                assert narrow is not None  # `embed` marks nothing exact without `self.exact`
+                if lone and wide is not None:
+                    narrow = wide
+                    self.lone_calls += 1
+                groups.append((narrow, part))
+            call = loop.create_task(self._call(loop, groups), name="embed-call")
             self._calls.add(call)
             # a done callback, not a `finally`: a call cancelled before it ever ran (close())
             # would otherwise keep its slot, and a restarted batcher wait for it forever
             call.add_done_callback(self._call_done)
 
-    async def _next_batch(
-        self, loop: asyncio.AbstractEventLoop
-    ) -> list[tuple[str, asyncio.Future[Vectors]]]:
+    async def _next_batch(self, loop: asyncio.AbstractEventLoop) -> list[Item]:
         """The texts waiting now (and, with `max_wait`, arriving soon) whose callers still wait."""
         batch = [await self._queue.get()]
         while len(batch) < self.max_batch and not self._queue.empty():
@@ -121,26 +143,30 @@ class MicroBatcher:
                 batch.append(await asyncio.wait_for(self._queue.get(), timeout))
             except TimeoutError:
                 break
-        return [(t, f) for t, f in batch if not f.done()]
+        return [item for item in batch if not item[1].done()]
 
     def _call_done(self, call: asyncio.Task[None]) -> None:
         self._calls.discard(call)
         self._slots.release()
 
     async def _call(
-        self,
-        loop: asyncio.AbstractEventLoop,
-        live: list[tuple[str, asyncio.Future[Vectors]]],
-        embedder: Embedder,
+        self, loop: asyncio.AbstractEventLoop, groups: list[tuple[Embedder, list[Item]]]
     ) -> None:
+        """One model call per group (its embedder and its texts), in turn on one worker."""
+
+        def run() -> list[Vectors]:
+            return [emb.embed([text for text, _, _ in items]) for emb, items in groups]
+
         try:
-            vecs = await loop.run_in_executor(self._executor, embedder.embed, [t for t, _ in live])
+            results = await loop.run_in_executor(self._executor, run)
         except Exception as exc:
-            for _, f in live:
-                if not f.done():
-                    f.set_exception(exc)
+            for _, items in groups:
+                for _, f, _ in items:
+                    if not f.done():
+                        f.set_exception(exc)
             return
         self.batches += 1
-        for (_, f), v in zip(live, vecs, strict=True):
-            if not f.done():
-                f.set_result(np.asarray(v, dtype=np.float32))
+        for (_, items), vecs in zip(groups, results, strict=True):
+            for (_, f, _), v in zip(items, vecs, strict=True):
+                if not f.done():
+                    f.set_result(np.asarray(v, dtype=np.float32))

@@ -138,6 +138,16 @@ class OnnxEmbedder:
         self._wide = fp32[0] if fp32 else session
         return _Queries(self, session)
 
+    def exact_queries(self, lone: bool = False) -> Embedder | None:
+        """Queries on the fp32 model, whose token states a token alignment reads again, where
+        queries otherwise run on a quantized copy (None when they do not); `lone`: on its wide
+        session (`lone_queries` made it), for a query that runs alone."""
+        if self._query_session is self._session:
+            return None
+        if lone:
+            return _Queries(self, self._wide, exact=True) if self._wide is not None else None
+        return _Queries(self, exact=True)
+
     def keep_query_model(self, kind: str) -> None:
         """Queries run on `kind`'s session from now on (`none`: the fp32 model; the
         quantized session is let go)."""
@@ -317,15 +327,19 @@ class _Queries:
     model with more threads: `lone_queries`; on one thread after all when another model call
     already runs, so two calls never ask for more threads than there are cores)."""
 
-    def __init__(self, inner: OnnxEmbedder, session: Any = None) -> None:
+    def __init__(self, inner: OnnxEmbedder, session: Any = None, *, exact: bool = False) -> None:
+        """`exact`: on the fp32 model whatever the query model (`exact_queries`)."""
         self.inner = inner
         self.session = session
+        self.exact = exact
         self.name, self.dim, self.max_tokens = inner.name, inner.dim, inner.max_tokens
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         # the wide session only while no other model call (a token alignment) runs
         if self.session is not None and self.inner._running == 0:
             return self.inner._embed(texts, self.session, keep=True)
+        if self.exact:
+            return self.inner._embed(texts, self.inner._session, keep=True)
         return self.inner.embed_queries(texts)
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:

@@ -21,7 +21,7 @@ import numpy as np
 
 from service.embed.filelock import file_lock
 from service.embed.kept import keep, kept
-from service.embed.onnx import ONNX_FILE, OnnxEmbedder
+from service.embed.onnx import ONNX_FILE, OnnxEmbedder, _open_sessions
 from service.embed.quantize import (
     TIMING_ROUNDS,
     TIMING_TEXTS,
@@ -142,28 +142,30 @@ def load_onnx_embedder(
     model_dir: Path, onnx_dir: Path, threads: int = 1, quantization: QueryModel = "none"
 ) -> OnnxEmbedder:
     """Export (and verify) the model into `onnx_dir` unless a matching export is cached, then
-    load it (queries on a quantized copy unless `quantization` is `none`; `auto`: `block8` or
-    fp32, whichever is faster on this machine: service.embed.quantize). Exporting needs torch;
-    serving from a cached export does not import it."""
+    load it (queries on a quantized copy unless `quantization` is `none`; `auto`: the fastest
+    of fp32 and the copies this CPU may take, timed once here: service.embed.quantize).
+    Exporting needs torch; serving from a cached export does not import it."""
     export_onnx(model_dir, onnx_dir)
     if quantization == "auto":
         timed: list[OnnxEmbedder] = []
 
-        def measure(block8: Path) -> dict[str, float]:
-            emb = OnnxEmbedder(
-                model_dir, onnx_dir, threads, query_model=block8, query_kind="block8"
-            )
+        def measure(models: dict[str, Path]) -> dict[str, float]:
+            (first, path), *others = models.items()
+            emb = OnnxEmbedder(model_dir, onnx_dir, threads, query_model=path, query_kind=first)
             timed.append(emb)
+            sessions = emb.query_sessions()
+            extra = _open_sessions([p for _, p in others], threads) if others else []
+            sessions.update(zip([k for k, _ in others], extra, strict=True))
 
             def run(session: Any) -> None:
                 for text in TIMING_TEXTS:
                     emb._embed([text], session)
 
-            return time_sessions(run, emb.query_sessions(), TIMING_TEXTS, TIMING_ROUNDS)
+            return time_sessions(run, sessions, TIMING_TEXTS, TIMING_ROUNDS)
 
         quantization = choose_query_model(onnx_dir, threads, measure)
-        if timed:  # timed just now: keep the sessions already loaded
-            timed[0].keep_query_model(quantization)
+        if timed and quantization in timed[0].query_sessions():
+            timed[0].keep_query_model(quantization)  # timed just now: its sessions are loaded
             return timed[0]
     query_model = quantized_query_model(onnx_dir, quantization)
     return OnnxEmbedder(

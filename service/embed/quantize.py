@@ -11,17 +11,22 @@ only query vectors move. Three kinds:
 - `dynamic8`: `quantize_dynamic` (int8 weights per output channel, activations per tensor):
   4.0 ms, but cosine 0.994 mean, 0.989 min — enough to move one suite's nDCG@10 by 0.011
   (README, issue #18), so never the default.
-- `split8`: `dynamic8` with each MatMul's first token row apart. MiniLM's [CLS] row carries
-  activations 5-10x larger than every other token's (24-30 against 2-5 at the FFN MatMuls), so
-  one scale per tensor spent the 8 bits on it. Here each weight MatMul runs twice, on the first
-  row and on the rest, each with its own activation scale, over the same int8 weights. On 400
-  suite questions, one thread, a Xeon with AMX: 1.5 vs 3.0 ms per query, cosine to fp32 0.9985
-  mean, 0.997 min (`dynamic8` there: 1.2 ms, 0.994 / 0.989). Still short of the issue's rule:
-  the `docs` suite's nDCG@10 fell 0.0068 (dev) and 0.0061 (test), so `auto` never takes it.
-  With one scale per tensor a batch would share it, so these kinds embed each query alone
-  (`OnnxEmbedder._embed`): a query's vector never depends on another request's.
+- `split8`: the query, key and attention output projections of every layer and the
+  feed-forward output projection of layers 1-5 as in `dynamic8`, each run twice: on the first
+  token's row and on the rest, each with its own activation scale, over the same int8 weights.
+  MiniLM's [CLS] row carries activations 5-10x every other token's (24-30 against 2-5 at the
+  feed-forward MatMuls), so one scale per tensor spent the 8 bits on it. The other MatMuls
+  (values, feed-forward input, layer 0's output) stay fp32: each alone cost 0.4-2.4e-4 of
+  cosine even split, where the ones taken cost < 1e-5 (Q, K, attention output) or ~0.5e-4.
+  On 400 suite questions, one thread, a Xeon with AMX: 2.1 vs 2.7 ms per query, cosine to
+  fp32 0.99964 mean, 0.99908 min; every suite's nDCG@10 within 0.005 (README, issue #18).
+  Every weight MatMul split and quantized: 1.5 ms but 0.9985 / 0.997, and the `docs` suite
+  fell 0.0068 / 0.0061 (dev / test); all of them unsplit (`dynamic8`): 1.2 ms, 0.994 / 0.989.
+  With one activation scale per tensor a batch would share it, so the per-tensor kinds embed
+  each query alone (`OnnxEmbedder._embed`): a query's vector never depends on another's.
 
-`auto` (the default) takes whichever of `block8` and fp32 is faster on this machine: timed once
+`auto` (the default) takes whichever of fp32, `block8` and (on a CPU with VNNI or AMX)
+`split8` is fastest on this machine: timed once
 per CPU, ONNX Runtime version, thread count and model file (`choose_query_model`), the choice
 kept next to the exports so later starts read it instead of timing again.
 """
@@ -31,6 +36,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import platform
+import re
 import shutil
 import statistics
 import tempfile
@@ -45,7 +51,7 @@ from service.embed.onnx import ONNX_FILE
 
 Quantization = Literal["none", "block8", "dynamic8", "split8"]
 QueryModel = Literal["auto", "none", "block8", "dynamic8", "split8"]
-"""`embedder.query_quantization`: a kind, or `auto` (the faster of `block8` and fp32 here)."""
+"""`embedder.query_quantization`: a kind, or `auto` (the fastest here: `choose_query_model`)."""
 BLOCK = 32
 """Weights (and, at accuracy level 4, activations) per quantization block of `block8`."""
 
@@ -105,21 +111,51 @@ def _dynamic8(source: Path, target: Path) -> None:
     )
 
 
+SPLIT8_OPS = ("/attention/self/query/", "/attention/self/key/", "/attention/output/dense/")
+"""What `split8` quantizes in every layer: the query, key and attention output projections, whose
+int8 error is the smallest (each cost < 1e-5 of cosine, left out alone from the whole set)."""
+SPLIT8_FFN_FROM = 1
+"""... and the feed-forward output projection of every layer from this one on (layer 0's is the
+most sensitive op of the model: 1.4e-4 of cosine alone)."""
+
+
+def split8_op(name: str) -> bool:
+    """Whether `split8` quantizes the MatMul called `name` (`/model/encoder/layer.N/...`)."""
+    if any(part in name for part in SPLIT8_OPS):
+        return True
+    match = re.search(r"/layer\.(\d+)/output/dense/", name)
+    return match is not None and int(match.group(1)) >= SPLIT8_FFN_FROM
+
+
 def _split8(source: Path, target: Path) -> None:
     import onnx  # noqa: PLC0415 - only when a quantized copy is (re)made
+    from onnxruntime.quantization import QuantType, quantize_dynamic  # noqa: PLC0415
 
     split = target.with_name("split.onnx")
-    onnx.save(split_first_row(onnx.load(str(source))), str(split))
+    model = split_first_row(onnx.load(str(source)), split8_op)
+    halves = [n.name for n in model.graph.node if n.name.endswith(SPLIT_HALVES)]
+    onnx.save(model, str(split))
     try:
-        _dynamic8(split, target)
+        quantize_dynamic(
+            str(split),
+            str(target),
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            op_types_to_quantize=["MatMul"],
+            nodes_to_quantize=halves,
+        )
     finally:
         split.unlink(missing_ok=True)
 
 
-def split_first_row(model: Any) -> Any:
-    """`model` with each MatMul by a weight (X @ W, X of shape batch × tokens × k) run as
-    concat(X[:, :1] @ W, X[:, 1:] @ W) along the tokens: the same values in fp32, and, once
-    quantized per tensor, one activation scale for the first token and one for the rest."""
+SPLIT_HALVES = (".first-row", ".other-rows")
+
+
+def split_first_row(model: Any, which: Callable[[str], bool] = lambda _: True) -> Any:
+    """`model` with each MatMul by a weight that `which(node name)` takes (X @ W, X of shape
+    batch × tokens × k) run as concat(X[:, :1] @ W, X[:, 1:] @ W) along the tokens: the same
+    values in fp32, and, once quantized per tensor, one activation scale for the first token
+    and one for the rest."""
     import numpy as np  # noqa: PLC0415
     from onnx import helper, numpy_helper  # noqa: PLC0415
 
@@ -131,19 +167,21 @@ def split_first_row(model: Any) -> Any:
     )
     nodes = []
     for node in graph.node:
-        if node.op_type != "MatMul" or node.input[1] not in weights:
+        name = node.name or node.output[0]
+        if node.op_type != "MatMul" or node.input[1] not in weights or not which(name):
             nodes.append(node)
             continue
-        (x, w), y, name = node.input, node.output[0], node.name or node.output[0]
+        (x, w), y = node.input, node.output[0]
+        first, rest = (f"{name}{half}" for half in SPLIT_HALVES)
         nodes += [
             helper.make_node(
-                "Slice", [x, "split.0", "split.1", "split.1"], [f"{y}.x0"], name=f"{name}.first"
+                "Slice", [x, "split.0", "split.1", "split.1"], [f"{y}.x0"], name=f"{name}.x0"
             ),
             helper.make_node(
-                "Slice", [x, "split.1", "split.end", "split.1"], [f"{y}.x1"], name=f"{name}.rest"
+                "Slice", [x, "split.1", "split.end", "split.1"], [f"{y}.x1"], name=f"{name}.x1"
             ),
-            helper.make_node("MatMul", [f"{y}.x0", w], [f"{y}.y0"], name=f"{name}.0"),
-            helper.make_node("MatMul", [f"{y}.x1", w], [f"{y}.y1"], name=f"{name}.1"),
+            helper.make_node("MatMul", [f"{y}.x0", w], [f"{y}.y0"], name=first),
+            helper.make_node("MatMul", [f"{y}.x1", w], [f"{y}.y1"], name=rest),
             helper.make_node("Concat", [f"{y}.y0", f"{y}.y1"], [y], name=f"{name}.cat", axis=1),
         ]
     del graph.node[:]
@@ -160,7 +198,7 @@ MAKERS: dict[str, Callable[[Path, Path], None]] = {
 log = logging.getLogger("ragline.embed")
 
 CHOICE_FILE = "query-model.json"
-CHOICE_FORMAT = 1
+CHOICE_FORMAT = 2
 AUTO_MARGIN = 0.9
 """`auto` takes `block8` only when it costs under this share of fp32's time: fp32 is the
 reference (documents are embedded by it), so a copy must pay for itself."""
@@ -176,8 +214,8 @@ TIMING_TEXTS: tuple[str, ...] = (
 )
 
 
-def cpu_fingerprint() -> str:
-    """The CPU as the kernels see it: architecture, model name and instruction-set flags."""
+def _cpu_info() -> tuple[str, str]:
+    """The CPU's model name and instruction-set flags, from /proc/cpuinfo."""
     model, flags = platform.processor(), ""
     try:
         for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
@@ -190,6 +228,16 @@ def cpu_fingerprint() -> str:
                 break
     except OSError:
         pass
+    return model, flags
+
+
+def _cpu_flags() -> str:
+    return _cpu_info()[1]
+
+
+def cpu_fingerprint() -> str:
+    """The CPU as the kernels see it: architecture, model name and instruction-set flags."""
+    model, flags = _cpu_info()
     return f"{platform.machine()}|{model}|{hashlib.sha256(flags.encode()).hexdigest()[:16]}"
 
 
@@ -224,32 +272,52 @@ def time_sessions(
     return {name: statistics.median(ms) for name, ms in per_round.items()}
 
 
+def int8_dots_exact(flags: str | None = None) -> bool:
+    """Whether this CPU multiplies int8 in hardware without saturating (VNNI or AMX), as on
+    the machine where `split8`'s accuracy was measured. Without it (AVX2 alone) ONNX Runtime's
+    u8 × s8 kernel adds pairs of products in 16 bits, which can saturate."""
+    if flags is None:
+        flags = _cpu_flags()
+    have = set(flags.split())
+    return bool(have & {"avx512_vnni", "avx_vnni", "amx_int8"})
+
+
+def candidates(flags: str | None = None) -> tuple[Quantization, ...]:
+    """The quantized query models `auto` times against fp32 on this CPU."""
+    return ("block8", "split8") if int8_dots_exact(flags) else ("block8",)
+
+
 def pick(ms: dict[str, float]) -> Quantization:
-    """`block8` if it costs under `AUTO_MARGIN` of fp32's time, else fp32 (`none`)."""
-    return "block8" if ms["block8"] < AUTO_MARGIN * ms["none"] else "none"
+    """The fastest timed copy if it costs under `AUTO_MARGIN` of fp32's time, else fp32
+    (`none`)."""
+    timed = [k for k in MAKERS if k in ms]
+    best = min(timed, key=lambda k: ms[k], default=None)
+    if best is not None and ms[best] < AUTO_MARGIN * ms["none"]:
+        return best  # type: ignore[return-value]
+    return "none"
 
 
 def choose_query_model(
-    onnx_dir: Path, threads: int, measure: Callable[[Path], dict[str, float]]
+    onnx_dir: Path, threads: int, measure: Callable[[dict[str, Path]], dict[str, float]]
 ) -> Quantization:
     """`auto`: the faster query model on this machine, read from `<onnx_dir>/../query-model.json`
     when it was timed for this CPU, ONNX Runtime, thread count and export; otherwise
-    `measure(block8 model path)` times both (ms per query, keys `block8` and `none`) and the
-    choice is kept. Timing happens once per machine, not at every start."""
+    `measure({kind: model path})` times fp32 and each candidate (ms per query, keys `none` and
+    the kinds) and the choice is kept. Timing happens once per machine, not at every start."""
     key = _choice_key(onnx_dir, threads)
     record = onnx_dir.parent / CHOICE_FILE
     known = kept(record, key)
-    if known is not None and known.get("choice") in ("block8", "none"):
-        return "block8" if known["choice"] == "block8" else "none"
-    block8 = quantized_query_model(onnx_dir, "block8")
-    assert block8 is not None
-    ms = measure(block8)
+    kinds = candidates()
+    if known is not None and known.get("choice") in ("none", *kinds):
+        choice: Quantization = known["choice"]
+        return choice
+    models = {kind: quantized_query_model(onnx_dir, kind) for kind in kinds}
+    ms = measure({kind: path for kind, path in models.items() if path is not None})
     choice = pick(ms)
     log.info(
-        "query model: %s (timed on this CPU: block8 %.1f ms, fp32 %.1f ms per query)",
+        "query model: %s (timed on this CPU, ms per query: %s)",
         choice,
-        ms["block8"],
-        ms["none"],
+        ", ".join(f"{k} {v:.1f}" for k, v in ms.items()),
         extra={"event": "query_model_chosen", "choice": choice},
     )
     body = {"key": key, "choice": choice, "ms_per_query": ms, "measured_at": time.time()}

@@ -70,7 +70,7 @@ def build_search_query(
 class QueryEmbedder(Protocol):
     """Embeds one query: the micro-batcher, or the embedding cache in front of it."""
 
-    async def embed(self, text: str) -> Vectors: ...
+    async def embed(self, text: str, *, exact: bool = False) -> Vectors: ...
 
 
 class Retrieval(Protocol):
@@ -95,11 +95,16 @@ class Retriever:
         index: VectorIndex,
         settings: Settings,
         reranker: RerankStage | None = None,
+        *,
+        exact: bool = False,
     ) -> None:
+        """`exact`: queries on the fp32 model even where searches run on a quantized copy (the
+        answers' retriever: their token alignment reads the question's fp32 states again)."""
         self.batcher = batcher
         self.index = index
         self.settings = settings
         self.reranker = reranker
+        self.exact = exact
 
     async def retrieve(
         self,
@@ -116,7 +121,7 @@ class Retriever:
         dense: list[float] | None = None
         try:
             async with budget.stage("embed", b.embed_ms):
-                dense = (await self.batcher.embed(query)).tolist()
+                dense = (await self.batcher.embed(query, exact=self.exact)).tolist()
         except TimeoutError:
             budget.degrade("embed_timeout_bm25_only")
         if dense is None and not sparse.indices:

@@ -229,7 +229,7 @@ def test_a_per_tensor_querys_vector_does_not_depend_on_its_batch(
     np.testing.assert_allclose(lone.embed(TEXTS), alone, rtol=0, atol=1e-5)
 
 
-def test_auto_times_both_query_models_once_per_machine_and_keeps_the_faster(
+def test_auto_times_the_query_models_once_per_machine_and_keeps_the_fastest(
     onnx_dir: Path, embedder: OnnxEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from service.embed import quantize  # noqa: PLC0415
@@ -246,13 +246,13 @@ def test_auto_times_both_query_models_once_per_machine_and_keeps_the_faster(
 
     monkeypatch.setattr(onnx_export, "time_sessions", timed)
     first = onnx_export.load_onnx_embedder(packaged_model_dir(), onnx_dir, 1, "auto")
-    assert len(timings) == 1 and set(timings[0]) == {"block8", "none"}
+    assert len(timings) == 1 and set(timings[0]) == {"none", *quantize.candidates()}
     ms = timings[0]
     assert all(v > 0 for v in ms.values())
     assert first.query_model == quantize.pick(ms)
     kept = json.loads(record.read_text())
     assert kept["choice"] == first.query_model and kept["ms_per_query"] == ms
-    # queries really run on the chosen model: fp32's own vectors, or block8's (not fp32's)
+    # queries really run on the chosen model: fp32's own vectors, or a copy's (not fp32's)
     exact = embedder.embed(ENGLISH)
     got = first.embed_queries(ENGLISH)
     assert np.array_equal(got, exact) == (first.query_model == "none")
@@ -260,6 +260,11 @@ def test_auto_times_both_query_models_once_per_machine_and_keeps_the_faster(
     wide = first.lone_queries(2)
     assert wide is not None
     np.testing.assert_allclose(wide.embed(ENGLISH), got, atol=1e-5)
+    # answers' queries (`exact_queries`) run on fp32 whatever was chosen
+    exact_path = first.exact_queries()
+    assert (exact_path is None) == (first.query_model == "none")
+    if exact_path is not None:
+        np.testing.assert_array_equal(exact_path.embed(ENGLISH), exact)
     # the next start reads the choice instead of timing again
     again = onnx_export.load_onnx_embedder(packaged_model_dir(), onnx_dir, 1, "auto")
     assert len(timings) == 1 and again.query_model == first.query_model
@@ -271,6 +276,42 @@ def test_auto_times_both_query_models_once_per_machine_and_keeps_the_faster(
     record.write_text("{not json")
     onnx_export.load_onnx_embedder(packaged_model_dir(), onnx_dir, 1, "auto")
     assert len(timings) == 3 and json.loads(record.read_text())["key"]["threads"] == 1
+
+
+@pytest.mark.parametrize("kind", ["block8", "split8"])
+def test_exact_queries_run_on_fp32_and_keep_their_token_states(
+    onnx_dir: Path, embedder: OnnxEmbedder, kind: Quantization
+) -> None:
+    """An answer embeds its question on the fp32 model where searches run on a copy: its token
+    alignment then reads the question's states from that pass instead of running it again."""
+    from service.embed.quantize import quantized_query_model  # noqa: PLC0415
+
+    q8 = quantized_query_model(onnx_dir, kind)
+    emb = OnnxEmbedder(packaged_model_dir(), onnx_dir, threads=1, query_model=q8, query_kind=kind)
+    emb.lone = emb.lone_queries(2)
+    exact, exact_lone = emb.exact_queries(), emb.exact_queries(lone=True)
+    assert exact is not None and exact_lone is not None
+    want = embedder.embed(ENGLISH)
+    np.testing.assert_array_equal(exact.embed(ENGLISH), want)
+    np.testing.assert_allclose(exact_lone.embed(ENGLISH), want, rtol=0, atol=1e-5)
+    assert not np.allclose(for_queries(emb).embed(ENGLISH), want, rtol=0, atol=1e-5)
+    ran: list[object] = []
+    real_run = emb._run
+
+    def counted(session: object, feed: dict[str, object]) -> object:
+        ran.append(session)
+        return real_run(session, feed)
+
+    emb._run = counted  # type: ignore[assignment,method-assign]
+    exact.embed([ENGLISH[0]])
+    assert len(ran) == 1
+    states = emb.token_states([ENGLISH[0]], 64, recent=True)
+    assert len(ran) == 1  # read back from the exact pass, not run again
+    want_states = embedder.token_states([ENGLISH[0]], 64)[0]
+    np.testing.assert_allclose(states[0][0], want_states[0], atol=1e-5)
+    assert states[0][1] == want_states[1]
+    # an fp32 query model has no separate exact path
+    assert embedder.exact_queries() is None and embedder.exact_queries(lone=True) is None
 
 
 def test_a_lone_query_session_gives_the_query_models_vectors(

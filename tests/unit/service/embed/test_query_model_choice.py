@@ -24,6 +24,29 @@ def test_pick_takes_block8_only_when_it_pays_for_itself(
     assert quantize.pick({"block8": block8, "none": none}) == choice
 
 
+@pytest.mark.parametrize(
+    ("ms", "choice"),
+    [
+        ({"block8": 3.2, "split8": 2.1, "none": 2.8}, "split8"),  # AMX Xeon (measured)
+        ({"block8": 3.8, "split8": 4.0, "none": 5.2}, "block8"),
+        ({"block8": 3.0, "split8": 2.9, "none": 3.1}, "none"),  # neither pays for itself
+        ({"none": 3.1}, "none"),
+    ],
+)
+def test_pick_takes_the_fastest_copy_that_pays_for_itself(
+    ms: dict[str, float], choice: str
+) -> None:
+    assert quantize.pick(ms) == choice
+
+
+def test_split8_is_a_candidate_only_where_int8_products_do_not_saturate() -> None:
+    avx2 = "fpu sse sse2 avx avx2 fma"
+    assert quantize.candidates(avx2) == ("block8",)
+    assert not quantize.int8_dots_exact(avx2)
+    for flags in (f"{avx2} avx512f avx512_vnni", f"{avx2} avx_vnni", f"{avx2} amx_int8"):
+        assert quantize.candidates(flags) == ("block8", "split8")
+
+
 def _export(tmp_path: Path) -> Path:
     onnx_dir = tmp_path / "models" / "onnx"
     onnx_dir.mkdir(parents=True)
@@ -41,11 +64,12 @@ def test_the_choice_is_kept_per_cpu_runtime_threads_and_export(
         made.append(target)
         target.write_bytes(b"block8")
 
-    monkeypatch.setattr(quantize, "_block8", fake_block8)
+    monkeypatch.setitem(quantize.MAKERS, "block8", fake_block8)
+    monkeypatch.setattr(quantize, "_cpu_flags", lambda: "sse2 avx2")  # block8 the only copy
     calls: list[Path] = []
 
-    def measure(path: Path) -> dict[str, float]:
-        calls.append(path)
+    def measure(models: dict[str, Path]) -> dict[str, float]:
+        calls.extend(models.values())
         return {"block8": 40.0, "none": 23.0}
 
     assert quantize.choose_query_model(onnx_dir, 1, measure) == "none"
@@ -56,6 +80,7 @@ def test_the_choice_is_kept_per_cpu_runtime_threads_and_export(
     assert quantize.choose_query_model(onnx_dir, 1, lambda _: {"block8": 5.0, "none": 8.0}) == (
         "block8"
     )
+    assert quantize.choose_query_model(onnx_dir, 1, measure) == "block8"  # kept for that CPU
     record = json.loads((onnx_dir.parent / quantize.CHOICE_FILE).read_text())
     assert record["choice"] == "block8" and record["key"]["cpu"] == "x86_64|another cpu|0"
     # a new export (another size or mtime) is timed again
@@ -74,7 +99,8 @@ def test_a_read_only_state_dir_still_chooses(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     onnx_dir = _export(tmp_path)
-    monkeypatch.setattr(quantize, "_block8", lambda s, t: t.write_bytes(b"block8"))
+    monkeypatch.setitem(quantize.MAKERS, "block8", lambda s, t: t.write_bytes(b"block8"))
+    monkeypatch.setattr(quantize, "_cpu_flags", lambda: "sse2 avx2")
     real_write = Path.write_text
 
     def refuse(self: Path, *a: object, **kw: object) -> int:
