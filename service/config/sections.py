@@ -211,14 +211,15 @@ class EmbedderSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     threads: Positive = 1
     """Intra-op threads of the embedder (sized on purpose: see the README)."""
     query_quantization: Literal["auto", "none", "block8", "dynamic8", "split8"] = "auto"
-    """`onnx`: embed queries with a quantized copy of the model; documents always stay fp32
+    """`onnx`: embed searches' queries with a quantized copy of the model; documents, and
+    answers' questions (their token alignment needs the fp32 states), stay fp32
     (service.embed.quantize). `block8`: 8-bit weights and activations in blocks of 32, cosine
     >= 0.999 to fp32 and every suite's nDCG@10 within 0.005 (README, issue #18), ~0.70x the
-    fp32 time on a CPU with AVX-512 but ~1.7x on an AVX2-only one; `auto`: `block8` or fp32,
-    whichever is faster here (timed once per machine); `dynamic8`: ~0.5x–0.75x, cosine ~0.99
-    (one suite -0.011); `split8`: `dynamic8` with the [CLS] row quantized apart, ~0.5x on a
-    CPU with AVX-512 VNNI, cosine ~0.998 (the docs suite -0.006/-0.007: never chosen by
-    `auto`); `none`: fp32."""
+    fp32 time on a CPU with AVX-512 but ~1.7x on an AVX2-only one; `split8`: the MatMuls with
+    the smallest int8 error, the [CLS] row quantized apart, ~0.78x on an AMX Xeon, every suite
+    within 0.005; `auto`: the fastest of fp32, `block8` and (with VNNI or AMX) `split8` here
+    (timed once per machine); `dynamic8`: ~0.5x–0.75x, cosine ~0.99 (one suite -0.011);
+    `none`: fp32."""
     lone_query_threads: NonNegative = 0
     """`onnx`: intra-op threads of a query embedded while no other runs (its own session of
     the query model); 0: the cores this process may use; 1 (or `threads`): off."""
