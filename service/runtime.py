@@ -38,6 +38,7 @@ from service.db.pool import embedded_restarter, open_pool
 from service.embed.batcher import MicroBatcher
 from service.embed.loader import load_embedder
 from service.embed.protocol import Embedder, for_queries
+from service.embed.quantize import model_id
 from service.errors import UpstreamError
 from service.generate.extractive import ExtractiveGenerator
 from service.generate.factory import CPU_GENERATORS, open_router
@@ -142,7 +143,7 @@ class Runtime:
         c, e = settings.cache, settings.embedder
         # the model queries run on as loaded (`auto` is resolved per machine): cached query
         # vectors and retrievals of one never serve the other
-        query_model = str(getattr(embedder, "query_model", "none"))
+        query_model = model_id(str(getattr(embedder, "query_model", "none")))
         # caches (L1 + Redis L2), coalescing, idempotency: the shared parts, then each wrapper
         # in front of the part it caches (service/cache/)
         self.caching = Caching(

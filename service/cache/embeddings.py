@@ -55,8 +55,8 @@ class CachingEmbedder:
         if raw is not None:
             return np.frombuffer(raw, dtype=np.float32)
         vec, joined = await self._flights.run(key, lambda: self._compute(key, text, exact))
-        if not joined:  # it ran in the flight's own task: say so in this request's context
-            QUERY_EMBEDDED.set(True)
+        if not joined and self.inner.keeps_states(exact):  # it ran in the flight's own task:
+            QUERY_EMBEDDED.set(text)  # say so in this request's context
         return vec
 
     async def _compute(self, key: str, text: str, exact: bool) -> Vectors:

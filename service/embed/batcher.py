@@ -20,7 +20,7 @@ claim took 12 vs 18 ms p50 on two threads); under load calls overlap and take `e
 fp32 model, where `embedder` runs queries on a quantized copy. An answer asks so, since its
 token alignment needs the fp32 model's states of the question anyway; a search needs only the
 vector. Both kinds share the queue, the workers and the bounds; one call embeds each kind's
-texts in turn.
+texts in turn (each kind's callers answered as its part ends).
 """
 
 from __future__ import annotations
@@ -90,12 +90,20 @@ class MicroBatcher:
         self.start()
         fut: asyncio.Future[Vectors] = asyncio.get_running_loop().create_future()
         try:
-            self._queue.put_nowait((text, fut, exact and self.exact is not None))
+            self._queue.put_nowait((text, fut, bool(exact) and self.exact is not None))
         except asyncio.QueueFull:
             raise Overloaded("embedding queue is full", retry_after=0.5) from None
         vector = await fut
-        QUERY_EMBEDDED.set(True)  # this request's own pass: its token states may be read
+        if self.keeps_states(exact):  # this request's own pass: its token states may be read
+            QUERY_EMBEDDED.set(text)
         return vector
+
+    def keeps_states(self, exact: bool) -> bool:
+        """Whether a query embedded so ran the model whose token states alignment reads: the
+        exact (fp32) model, or the one model when there is no quantized copy. A pass on the
+        copy keeps nothing, so another request's fp32 pass of the same text must not be read
+        as this one's."""
+        return exact or self.exact is None
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -152,21 +160,18 @@ class MicroBatcher:
     async def _call(
         self, loop: asyncio.AbstractEventLoop, groups: list[tuple[Embedder, list[Item]]]
     ) -> None:
-        """One model call per group (its embedder and its texts), in turn on one worker."""
-
-        def run() -> list[Vectors]:
-            return [emb.embed([text for text, _, _ in items]) for emb, items in groups]
-
-        try:
-            results = await loop.run_in_executor(self._executor, run)
-        except Exception as exc:
-            for _, items in groups:
+        """One model call per group (its embedder and its texts), in turn on one worker; each
+        group's callers get their vectors (or its error) as soon as its call ends."""
+        for embedder, items in groups:
+            texts = [text for text, _, _ in items]
+            try:
+                vecs = await loop.run_in_executor(self._executor, embedder.embed, texts)
+            except Exception as exc:
                 for _, f, _ in items:
                     if not f.done():
                         f.set_exception(exc)
-            return
-        self.batches += 1
-        for (_, items), vecs in zip(groups, results, strict=True):
+                continue
             for (_, f, _), v in zip(items, vecs, strict=True):
                 if not f.done():
                     f.set_result(np.asarray(v, dtype=np.float32))
+        self.batches += 1

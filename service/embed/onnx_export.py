@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -27,6 +28,7 @@ from service.embed.quantize import (
     TIMING_TEXTS,
     QueryModel,
     choose_query_model,
+    int8_dots_exact,
     quantized_query_model,
     time_sessions,
 )
@@ -167,6 +169,12 @@ def load_onnx_embedder(
         if timed and quantization in timed[0].query_sessions():
             timed[0].keep_query_model(quantization)  # timed just now: its sessions are loaded
             return timed[0]
+    if quantization in ("dynamic8", "split8") and not int8_dots_exact():
+        logging.getLogger("ragline.embed").warning(
+            "embedder.query_quantization = %s on a CPU without VNNI or AMX: its int8 products "
+            "may saturate, and its accuracy was not measured on such a CPU",
+            quantization,
+        )
     query_model = quantized_query_model(onnx_dir, quantization)
     return OnnxEmbedder(
         model_dir, onnx_dir, threads, query_model=query_model, query_kind=quantization

@@ -65,11 +65,12 @@ class TokenEmbedder(Embedder, Protocol):
         ...
 
 
-QUERY_EMBEDDED: ContextVar[bool] = ContextVar("ragline_query_embedded", default=False)
-"""Set in a request's context once its own query embedding ran the model (not a cache hit,
-not another request's flight). Only then may token alignment read the question's states from
-that pass: states another request left would make this one's timing say that someone, maybe
-of another tenant, asked the same text a moment ago."""
+QUERY_EMBEDDED: ContextVar[str | None] = ContextVar("ragline_query_embedded", default=None)
+"""The text a request's own query embedding ran the model on (not a cache hit, not another
+request's flight), set in its context. Only for that text may token alignment read the
+question's states from that pass: states another request left (a chat turn embeds its context
+with the question, so its bare question's states, if any, are someone else's) would make this
+one's timing say that someone, maybe of another tenant, asked the same text a moment ago."""
 
 
 @runtime_checkable

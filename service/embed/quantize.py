@@ -64,7 +64,7 @@ def quantized_query_model(onnx_dir: Path, kind: Quantization = "block8") -> Path
     source = onnx_dir / ONNX_FILE
     out_dir = onnx_dir.parent / f"onnx-{kind}"
     info = source.stat()
-    stamp = f"{info.st_size}:{info.st_mtime_ns}:{BLOCK if kind == 'block8' else ''}"
+    stamp = f"{info.st_size}:{info.st_mtime_ns}:{recipe(kind)}"
     target, record = out_dir / ONNX_FILE, out_dir / "source.txt"
 
     def current() -> bool:
@@ -86,6 +86,10 @@ def quantized_query_model(onnx_dir: Path, kind: Quantization = "block8") -> Path
     return target
 
 
+class UnsupportedModel(ValueError):
+    """This quantized kind cannot be made from this model (another architecture's names)."""
+
+
 def _block8(source: Path, target: Path) -> None:
     import onnx  # noqa: PLC0415 - only when a quantized copy is (re)made
     from onnxruntime.quantization.matmul_nbits_quantizer import (  # noqa: PLC0415
@@ -99,7 +103,9 @@ def _block8(source: Path, target: Path) -> None:
     quantizer.model.save_model_to_file(str(target), use_external_data_format=False)
 
 
-def _dynamic8(source: Path, target: Path) -> None:
+def _dynamic8(source: Path, target: Path, nodes: list[str] | None = None) -> None:
+    """Int8 weights per output channel, activations per tensor, on `nodes` (None: every
+    MatMul)."""
     from onnxruntime.quantization import QuantType, quantize_dynamic  # noqa: PLC0415
 
     quantize_dynamic(
@@ -108,6 +114,7 @@ def _dynamic8(source: Path, target: Path) -> None:
         weight_type=QuantType.QInt8,
         per_channel=True,
         op_types_to_quantize=["MatMul"],
+        nodes_to_quantize=nodes,
     )
 
 
@@ -127,23 +134,42 @@ def split8_op(name: str) -> bool:
     return match is not None and int(match.group(1)) >= SPLIT8_FFN_FROM
 
 
+def recipe(kind: str) -> str:
+    """What a quantized copy of `kind` is made by: kept next to the copy (a copy of another
+    recipe is made again) and in the query model's name in cache keys (`model_id`), so hosts
+    whose copies differ never share query vectors or retrievals."""
+    if kind == "block8":
+        return str(BLOCK)  # as before: copies made before this function stay current
+    if kind == "split8":
+        ops = ",".join(SPLIT8_OPS)
+        return (
+            f"{SPLIT8_VERSION}:"
+            + hashlib.sha256(f"{ops}|{SPLIT8_FFN_FROM}".encode()).hexdigest()[:8]
+        )
+    return ""
+
+
+def model_id(kind: str) -> str:
+    """The query model as cache keys name it: its kind and, for a copy, its recipe."""
+    made = recipe(kind)
+    return f"{kind}:{made}" if made else kind
+
+
+SPLIT8_VERSION = 3
+"""`split8`'s transform; bump when it changes in a way `SPLIT8_OPS` does not show."""
+
+
 def _split8(source: Path, target: Path) -> None:
     import onnx  # noqa: PLC0415 - only when a quantized copy is (re)made
-    from onnxruntime.quantization import QuantType, quantize_dynamic  # noqa: PLC0415
 
     split = target.with_name("split.onnx")
     model = split_first_row(onnx.load(str(source)), split8_op)
     halves = [n.name for n in model.graph.node if n.name.endswith(SPLIT_HALVES)]
+    if not halves:  # quantize_dynamic takes no nodes as every node: that would be `dynamic8`
+        raise UnsupportedModel("split8: none of this model's MatMuls is one split8 quantizes")
     onnx.save(model, str(split))
     try:
-        quantize_dynamic(
-            str(split),
-            str(target),
-            weight_type=QuantType.QInt8,
-            per_channel=True,
-            op_types_to_quantize=["MatMul"],
-            nodes_to_quantize=halves,
-        )
+        _dynamic8(split, target, halves)
     finally:
         split.unlink(missing_ok=True)
 
@@ -157,28 +183,44 @@ def split_first_row(model: Any, which: Callable[[str], bool] = lambda _: True) -
     values in fp32, and, once quantized per tensor, one activation scale for the first token
     and one for the rest."""
     import numpy as np  # noqa: PLC0415
-    from onnx import helper, numpy_helper  # noqa: PLC0415
+    from onnx import helper, numpy_helper, shape_inference  # noqa: PLC0415
 
     graph = model.graph
     weights = {i.name for i in graph.initializer}
-    consts = {"split.0": 0, "split.1": 1, "split.end": 2**62}
+    ranks = {
+        v.name: len(v.type.tensor_type.shape.dim)
+        for v in [*shape_inference.infer_shapes(model).graph.value_info, *graph.input]
+        if v.type.tensor_type.HasField("shape")
+    }
+    consts = {"ragline.split.0": 0, "ragline.split.1": 1, "ragline.split.end": 2**62}
     graph.initializer.extend(
         numpy_helper.from_array(np.array([v], dtype=np.int64), name) for name, v in consts.items()
     )
     nodes = []
     for node in graph.node:
         name = node.name or node.output[0]
-        if node.op_type != "MatMul" or node.input[1] not in weights or not which(name):
+        if (
+            node.op_type != "MatMul"
+            or node.input[1] not in weights
+            or ranks.get(node.input[0]) != 3  # batch × tokens × k, or not split
+            or not which(name)
+        ):
             nodes.append(node)
             continue
         (x, w), y = node.input, node.output[0]
         first, rest = (f"{name}{half}" for half in SPLIT_HALVES)
         nodes += [
             helper.make_node(
-                "Slice", [x, "split.0", "split.1", "split.1"], [f"{y}.x0"], name=f"{name}.x0"
+                "Slice",
+                [x, "ragline.split.0", "ragline.split.1", "ragline.split.1"],
+                [f"{y}.x0"],
+                name=f"{name}.x0",
             ),
             helper.make_node(
-                "Slice", [x, "split.1", "split.end", "split.1"], [f"{y}.x1"], name=f"{name}.x1"
+                "Slice",
+                [x, "ragline.split.1", "ragline.split.end", "ragline.split.1"],
+                [f"{y}.x1"],
+                name=f"{name}.x1",
             ),
             helper.make_node("MatMul", [f"{y}.x0", w], [f"{y}.y0"], name=first),
             helper.make_node("MatMul", [f"{y}.x1", w], [f"{y}.y1"], name=rest),
@@ -252,6 +294,7 @@ def _choice_key(onnx_dir: Path, threads: int) -> dict[str, Any]:
         "threads": threads,
         "source": f"{source.st_size}:{source.st_mtime_ns}",
         "block": BLOCK,
+        "split8": recipe("split8"),
     }
 
 
@@ -311,9 +354,17 @@ def choose_query_model(
     if known is not None and known.get("choice") in ("none", *kinds):
         choice: Quantization = known["choice"]
         return choice
-    models = {kind: quantized_query_model(onnx_dir, kind) for kind in kinds}
-    ms = measure({kind: path for kind, path in models.items() if path is not None})
-    choice = pick(ms)
+    models: dict[str, Path] = {}
+    for kind in kinds:
+        try:
+            path = quantized_query_model(onnx_dir, kind)
+        except UnsupportedModel as exc:  # another model's architecture: not a candidate
+            log.warning("query model %s left out: %s", kind, exc)
+            continue
+        if path is not None:
+            models[kind] = path
+    ms = measure(models) if models else {}
+    choice = pick(ms) if models else "none"
     log.info(
         "query model: %s (timed on this CPU, ms per query: %s)",
         choice,

@@ -57,7 +57,11 @@ class Aligner:
         if not window:
             return None
         future = self.worker.submit(
-            token_alignment, self.embedder, question, window, recent=QUERY_EMBEDDED.get()
+            token_alignment,
+            self.embedder,
+            question,
+            window,
+            recent=QUERY_EMBEDDED.get() == question,
         )
         if future is None:
             budget.degrade("alignment_busy")

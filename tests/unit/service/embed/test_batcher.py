@@ -60,3 +60,18 @@ async def test_without_an_exact_model_exact_queries_take_the_query_model() -> No
     await asyncio.gather(batcher.embed("x", exact=True), batcher.embed("y"))
     assert only.calls == [["x", "y"]]
     await batcher.close()
+
+
+async def test_one_kinds_failure_leaves_the_other_kinds_vectors() -> None:
+    class Broken(_Named):
+        def embed(self, texts):  # type: ignore[no-untyped-def]
+            raise RuntimeError("model down")
+
+    quantized, exact = _Named(0), Broken(10)
+    batcher = MicroBatcher(quantized, max_batch=8, max_wait_ms=5, exact=exact)
+    search, answer = await asyncio.gather(
+        batcher.embed("a search"), batcher.embed("an answer", exact=True), return_exceptions=True
+    )
+    assert isinstance(answer, RuntimeError)
+    np.testing.assert_allclose(search, HashEmbedder(dim=8).embed(["a search"])[0])
+    await batcher.close()

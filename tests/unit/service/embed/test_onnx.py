@@ -211,6 +211,59 @@ def test_the_first_row_apart_computes_the_same_model(
     )
 
 
+def test_split8_quantizes_only_the_matmuls_it_names(onnx_dir: Path, embedder: OnnxEmbedder) -> None:
+    import onnx  # noqa: PLC0415
+
+    from service.embed.quantize import quantized_query_model, split8_op  # noqa: PLC0415
+
+    q8 = quantized_query_model(onnx_dir, "split8")
+    assert q8 is not None
+    nodes = onnx.load(str(q8)).graph.node
+    quantized = sorted(
+        n.name.rsplit(".", 1)[0]
+        for n in nodes
+        if n.op_type in ("MatMulInteger", "DynamicQuantizeMatMul") or "_quant" in n.name
+    )
+    kept = {n.name for n in nodes if n.op_type == "MatMul"}
+    # Q, K and attention output of 6 layers, feed-forward output of layers 1-5: 23 MatMuls,
+    # each run on the first row and on the rest
+    picked = {n for n in kept if split8_op(n)}
+    assert picked == set(), picked  # none of them is left in fp32
+    assert quantized, [n.op_type for n in nodes][:40]
+    names = {n.name for n in nodes}
+    for layer in range(6):
+        for part, taken in (
+            ("attention/self/query", True),
+            ("attention/self/key", True),
+            ("attention/output/dense", True),
+            ("attention/self/value", False),
+            ("intermediate/dense", False),
+            ("output/dense", layer >= 1),
+        ):
+            base = f"/model/encoder/layer.{layer}/{part}/MatMul"
+            assert (f"{base}.first-row" in "".join(names)) == taken, base
+            assert (base in kept) == (not taken), base
+    assert split8_op("/model/encoder/layer.3/output/dense/MatMul")
+    assert not split8_op("/model/encoder/layer.0/output/dense/MatMul")
+    assert not split8_op("/model/encoder/layer.3/attention/self/value/MatMul")
+
+
+def test_split8_refuses_a_model_it_names_nothing_of(tmp_path: Path, onnx_dir: Path) -> None:
+    """quantize_dynamic reads no nodes as every node: a model of other names would be made
+    `dynamic8` under `split8`'s name. It is refused instead (and `auto` leaves it out)."""
+    import onnx  # noqa: PLC0415
+
+    from service.embed import quantize  # noqa: PLC0415
+
+    model = onnx.load(str(onnx_dir / "model.onnx"))
+    for n in model.graph.node:
+        n.name = n.name.replace("/attention/", "/attn/").replace("/output/", "/out/")
+    renamed = tmp_path / "model.onnx"
+    onnx.save(model, str(renamed))
+    with pytest.raises(quantize.UnsupportedModel):
+        quantize._split8(renamed, tmp_path / "q.onnx")
+
+
 @pytest.mark.parametrize("kind", ["dynamic8", "split8"])
 def test_a_per_tensor_querys_vector_does_not_depend_on_its_batch(
     onnx_dir: Path, kind: Quantization

@@ -128,3 +128,49 @@ def test_time_sessions_alternates_and_reports_ms_per_text() -> None:
 def test_cpu_fingerprint_names_architecture_and_flags() -> None:
     fp = quantize.cpu_fingerprint()
     assert fp.count("|") == 2 and fp.split("|")[0]
+
+
+def test_on_a_vnni_cpu_auto_times_split8_too_and_keeps_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    onnx_dir = _export(tmp_path)
+    for kind in ("block8", "split8"):
+        monkeypatch.setitem(quantize.MAKERS, kind, lambda s, t, k=kind: t.write_bytes(k.encode()))
+    monkeypatch.setattr(quantize, "_cpu_flags", lambda: "sse2 avx2 avx512f avx512_vnni")
+    timed: list[set[str]] = []
+
+    def measure(models: dict[str, Path]) -> dict[str, float]:
+        timed.append(set(models))
+        return {"none": 2.7, "block8": 3.2, "split8": 2.1}
+
+    assert quantize.choose_query_model(onnx_dir, 1, measure) == "split8"
+    assert timed == [{"block8", "split8"}]
+    assert quantize.choose_query_model(onnx_dir, 1, measure) == "split8"
+    assert len(timed) == 1  # kept
+    # a copy that cannot be made from this model is left out, not fatal
+    (onnx_dir.parent / quantize.CHOICE_FILE).unlink()
+
+    def refuse(s: Path, t: Path) -> None:
+        raise quantize.UnsupportedModel("other names")
+
+    monkeypatch.setitem(quantize.MAKERS, "split8", refuse)
+    monkeypatch.setattr(quantize, "recipe", lambda kind: f"changed-{kind}")  # remade
+    assert quantize.choose_query_model(onnx_dir, 1, lambda m: {"none": 2.7, "block8": 2.0}) == (
+        "block8"
+    )
+
+
+def test_a_copy_of_another_recipe_is_made_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A copy made by an earlier split8 (other MatMuls) must not be served under the name."""
+    onnx_dir = _export(tmp_path)
+    made: list[str] = []
+    monkeypatch.setitem(
+        quantize.MAKERS, "split8", lambda s, t: made.append(str(t)) or t.write_bytes(b"x")
+    )
+    first = quantize.quantized_query_model(onnx_dir, "split8")
+    assert quantize.quantized_query_model(onnx_dir, "split8") == first and len(made) == 1
+    monkeypatch.setattr(quantize, "SPLIT8_VERSION", quantize.SPLIT8_VERSION + 1)
+    assert quantize.quantized_query_model(onnx_dir, "split8") == first and len(made) == 2
+    assert quantize.model_id("split8") != "split8" and quantize.model_id("none") == "none"

@@ -237,15 +237,21 @@ async def test_the_question_is_read_from_its_query_pass_only_when_this_request_r
     fake = FakeTokens()
     aligner = Aligner(fake, timeout_ms=1000)
 
-    async def request(embedded: bool) -> None:  # each request runs in a context of its own
-        if embedded:
-            QUERY_EMBEDDED.set(True)
-        assert await aligner.align("who founded the company", HITS, Budget(5000)) is not None
+    question = "who founded the company"
 
-    await asyncio.create_task(request(False))  # a cache hit: no pass of its own
-    await asyncio.create_task(request(True))
-    await asyncio.create_task(request(False))  # the previous request's flag does not carry over
-    assert fake.recent == [False, False, True, False, False, False]  # (question, window) each
+    async def request(embedded: str | None) -> None:  # each request runs in a context of its own
+        if embedded is not None:
+            QUERY_EMBEDDED.set(embedded)
+        assert await aligner.align(question, HITS, Budget(5000)) is not None
+
+    await asyncio.create_task(request(None))  # a cache hit: no pass of its own
+    await asyncio.create_task(request(question))
+    await asyncio.create_task(request(None))  # the previous request's flag does not carry over
+    # a chat turn embedded its context with the question: the bare question's states, if
+    # kept, came from someone else's pass
+    await asyncio.create_task(request(f"earlier turn\n{question}"))
+    # (question, window) each
+    assert fake.recent == [False, False, True, False, False, False, False, False]
     aligner.close()
 
 
@@ -259,6 +265,6 @@ async def test_the_batcher_marks_its_callers_context() -> None:
         await batcher.embed("who founded the company")
         return QUERY_EMBEDDED.get()
 
-    assert await asyncio.create_task(request())
-    assert not QUERY_EMBEDDED.get()  # the test's own context was never marked
+    assert await asyncio.create_task(request()) == "who founded the company"
+    assert QUERY_EMBEDDED.get() is None  # the test's own context was never marked
     await batcher.close()
