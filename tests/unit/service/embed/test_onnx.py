@@ -376,9 +376,20 @@ def test_a_lone_query_session_gives_the_query_models_vectors(
     np.testing.assert_allclose(wide.embed(TEXTS), for_queries(embedder).embed(TEXTS), atol=1e-5)
 
 
-def test_only_a_serving_load_makes_the_lone_query_session(onnx_dir: Path) -> None:
+def test_only_a_serving_load_makes_the_lone_query_session(
+    onnx_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from service.config import load_settings  # noqa: PLC0415
+    from service.embed import loader  # noqa: PLC0415
     from service.embed.loader import load_embedder  # noqa: PLC0415
+
+    timed: list[bool] = []
+
+    def pays(embedder: object, wide: object) -> bool:
+        timed.append(True)
+        return True
+
+    monkeypatch.setattr(loader, "wide_pays", pays)
 
     settings = load_settings(
         environ={
@@ -389,11 +400,39 @@ def test_only_a_serving_load_makes_the_lone_query_session(onnx_dir: Path) -> Non
     )
     tool = load_embedder(settings)  # an eval or bench tool: no second session
     assert isinstance(tool, OnnxEmbedder) and tool.lone is None
+    assert timed == []  # nor any timing
     served = load_embedder(settings, lone=True)  # Runtime.open
-    assert isinstance(served, OnnxEmbedder) and served.lone is not None
+    assert isinstance(served, OnnxEmbedder) and served.lone is not None and timed == [True]
     np.testing.assert_allclose(served.lone.embed(ENGLISH), tool.embed_queries(ENGLISH), atol=1e-5)
+    # where the wide session is no faster here, a lone query keeps the narrow one
+    monkeypatch.setattr(loader, "wide_pays", lambda embedder, wide: False)
+    narrow = load_embedder(settings, lone=True)
+    assert isinstance(narrow, OnnxEmbedder) and narrow.lone is None
     documents = load_embedder(settings, queries=False, lone=True)  # indexing never serves queries
     assert isinstance(documents, OnnxEmbedder) and documents.lone is None
+
+
+def test_the_wide_session_is_timed_against_the_narrow_one(
+    onnx_dir: Path, embedder: OnnxEmbedder
+) -> None:
+    from service.embed.loader import WIDE_MARGIN, wide_pays  # noqa: PLC0415
+
+    class Slow:
+        def __init__(self, inner: object, ms: float) -> None:
+            self.inner, self.ms = inner, ms
+
+        def embed(self, texts: list[str]) -> object:
+            import time  # noqa: PLC0415
+
+            time.sleep(self.ms / 1000)
+            return self.inner.embed(texts)  # type: ignore[attr-defined]
+
+    one = OnnxEmbedder(packaged_model_dir(), onnx_dir, threads=1)
+    wide = one.lone_queries(2)
+    assert wide is not None
+    assert wide_pays(one, Slow(wide, 0)) in (True, False)  # the real sessions: either
+    assert not wide_pays(one, Slow(wide, 20))  # 20 ms more per query: never kept
+    assert WIDE_MARGIN < 1
 
 
 def test_token_states_are_the_models_own_and_point_into_the_text(embedder: OnnxEmbedder) -> None:
