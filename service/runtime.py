@@ -283,7 +283,7 @@ class Runtime:
         t0 = time.perf_counter()
         words = "warm up the query embedder with a sentence of typical length".split()
         texts = [" ".join(words[:n] * (1 + n // 4)) for n in (2, 6, 11)]
-        for exact in dict.fromkeys([False, self.batcher.exact is not None]):
+        for exact in [False, True] if self.batcher.exact is not None else [False]:
             for text in texts:
                 await self.batcher.embed(text, exact=exact)
             await asyncio.gather(*(self.batcher.embed(t, exact=exact) for t in texts))

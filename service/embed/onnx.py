@@ -102,7 +102,7 @@ class OnnxEmbedder:
 
         # Queries (`embed`) may run on an int8 copy (`service.embed.quantize`); documents
         # (`embed_spans`, what indexing stores) always run on the fp32 model.
-        self._session, *quantized = _open_sessions(
+        self._session, *quantized = open_sessions(
             [onnx_path, *([query_model] if query_model is not None else [])], threads
         )
         self._inputs = [i.name for i in self._session.get_inputs()]
@@ -134,7 +134,7 @@ class OnnxEmbedder:
         # token states (alignment) are the fp32 model's: this session when it runs it, else
         # one of its own (~90 MB more, on hosts whose queries run quantized)
         paths = list(dict.fromkeys([self._query_path, self._onnx_path]))
-        session, *fp32 = _open_sessions(paths, threads)
+        session, *fp32 = open_sessions(paths, threads)
         self._wide = fp32[0] if fp32 else session
         return _Queries(self, session)
 
@@ -294,7 +294,7 @@ def _unit_states(
     return vecs.astype(np.float32), [offsets[i] for i in keep]
 
 
-def _open_sessions(paths: Sequence[Path], threads: int) -> list[Any]:
+def open_sessions(paths: Sequence[Path], threads: int) -> list[Any]:
     """A session of `threads` intra-op threads per model file, made at once: ONNX Runtime
     lets go of the GIL while it reads and optimizes a model (a served embedder's four
     sessions, two by two, loaded in 0.28-0.29 s against 0.45-0.47 s in turn, 2-core Xeon)."""

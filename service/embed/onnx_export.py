@@ -22,7 +22,7 @@ import numpy as np
 
 from service.embed.filelock import file_lock
 from service.embed.kept import keep, kept
-from service.embed.onnx import ONNX_FILE, OnnxEmbedder, _open_sessions
+from service.embed.onnx import ONNX_FILE, OnnxEmbedder, open_sessions
 from service.embed.quantize import (
     TIMING_ROUNDS,
     TIMING_TEXTS,
@@ -156,7 +156,7 @@ def load_onnx_embedder(
             emb = OnnxEmbedder(model_dir, onnx_dir, threads, query_model=path, query_kind=first)
             timed.append(emb)
             sessions = emb.query_sessions()
-            extra = _open_sessions([p for _, p in others], threads) if others else []
+            extra = open_sessions([p for _, p in others], threads) if others else []
             sessions.update(zip([k for k, _ in others], extra, strict=True))
 
             def run(session: Any) -> None:

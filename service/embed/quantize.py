@@ -364,7 +364,7 @@ def choose_query_model(
         if path is not None:
             models[kind] = path
     ms = measure(models) if models else {}
-    choice = pick(ms) if models else "none"
+    choice = pick(ms)  # nothing timed: fp32
     log.info(
         "query model: %s (timed on this CPU, ms per query: %s)",
         choice,
