@@ -222,8 +222,8 @@ class EmbedderSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     `none`: fp32."""
     lone_query_threads: NonNegative = 0
     """`onnx`: intra-op threads of a query embedded while no other runs (its own session of
-    the query model, kept only if a serving start times it faster than the query model's own
-    session); 0: the cores this process may use; 1 (or `threads`): off."""
+    the query model, taken while it has lately been the faster one here: `LoneChoice`); 0:
+    the cores this process may use; 1 (or `threads`): off."""
     workers: NonNegative = 0
     """Query embeddings that may run at once (each a call of `threads` threads on the one
     model); 0: one per `threads` cores. One left the embedder a single busy core."""

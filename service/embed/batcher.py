@@ -12,9 +12,13 @@ Batching saves little model time per query on a CPU (a batch of 4 short queries 
 calls did, measured on MiniLM), so a second worker is what lets queries use a second core: with
 one, the embedder was a single busy core and capped the search rate at 4 clients.
 
-`alone`, when given, embeds a lone query while no other call runs: the same model on more
+`alone`, when given, may embed a lone query while no other call runs: the same model on more
 intra-op threads, so the cores that would idle at one client help it (on a 2-core AVX2 EPYC a
 claim took 12 vs 18 ms p50 on two threads); under load calls overlap and take `embedder`.
+Whether it does is measured, not assumed (`LoneChoice`): more threads lose where the work is
+small beside their hand-offs, or where another process holds the other core, and that changes
+while the service runs, so each lone query takes whichever of the two has lately been faster
+and every `probe_every`-th takes the other, to notice when that changes.
 
 `exact` (and `exact_alone`), when given, embed the queries asked for with `exact=True`: the
 fp32 model, where `embedder` runs queries on a quantized copy. An answer asks so, since its
@@ -27,6 +31,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import statistics
+import time
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -34,8 +42,114 @@ import numpy as np
 from service.embed.protocol import QUERY_EMBEDDED, Embedder, Vectors
 from service.errors import Overloaded
 
+log = logging.getLogger("ragline.embed")
+
 Item = tuple[str, "asyncio.Future[Vectors]", bool]
 """A waiting query: its text, its caller's future, and whether it asked for the exact model."""
+
+
+class LoneChoice:
+    """Which session a lone query runs on, the wide one (more threads) or the narrow one, by
+    their times on this host lately: each side's milliseconds per character (plus
+    `OVERHEAD_CHARS`, a call's fixed cost), the median of its last `window` timed calls (one
+    slow call, a page fault or a descheduled thread, moves no median). Each side is timed
+    `min_samples` times first, wide first. Then the faster side runs, and every
+    `probe_every`-th lone query starts `probe_calls` on the other, timed afresh, so a change (a
+    busy neighbour, a quieter host) is seen within a few hundred queries. Wide is the default:
+    narrow runs only while it has been clearly faster (`prefers_wide`).
+
+    A call counts only when the lone call before it ran on the same side: a session's first
+    call after the other's pays for waking its threads and warming its caches, which would
+    make the side probed least look slower than it is (one trace, block8 on a 2-core EPYC, two
+    threads: 5.8 ms for the first claim after the narrow side's calls, 3.1-4.5 ms for the
+    next ones)."""
+
+    OVERHEAD_CHARS = 32
+    NARROW_MARGIN = 0.8
+
+    def __init__(
+        self,
+        kind: str = "",
+        *,
+        probe_every: int = 128,
+        probe_calls: int = 3,
+        window: int = 8,
+        min_samples: int = 4,
+    ) -> None:
+        self.kind = kind
+        """What its queries run on, for the log (`query model`, `fp32`)."""
+        self.probe_every = probe_every
+        self.probe_calls = probe_calls
+        self.min_samples = min_samples
+        self._times: dict[bool, deque[float]] = {
+            True: deque(maxlen=window),
+            False: deque(maxlen=window),
+        }
+        self.samples: dict[bool, int] = {True: 0, False: 0}
+        self.picks = 0
+        self._probing = 0
+        self._last: bool | None = None
+        self._chose: bool | None = None
+
+    def prefers_wide(self) -> bool:
+        """Whether the wide session should run: unless the narrow one has lately been clearly
+        faster (under `NARROW_MARGIN` of its time; True until both are timed). Single calls
+        vary by a third here, so a closer race would flip on noise alone."""
+        if min(self.samples.values()) < self.min_samples:
+            return True
+        return self.cost(False) >= self.NARROW_MARGIN * self.cost(True)
+
+    def cost(self, wide: bool) -> float:
+        """A side's median ms per character over its last timed calls (inf: none yet)."""
+        times = self._times[wide]
+        return statistics.median(times) if times else float("inf")
+
+    def wide(self) -> bool:
+        """Whether the next lone query should take the wide session."""
+        self.picks += 1
+        for side in (True, False):
+            if self.samples[side] < self.min_samples:
+                return side
+        faster = self.prefers_wide()
+        if faster != self._chose:
+            self._chose = faster
+            log.info(
+                "lone %s queries: %s session (ms per 100 characters: wide %.2f, narrow %.2f)",
+                self.kind,
+                "wide" if faster else "narrow",
+                self.cost(True) * 100,
+                self.cost(False) * 100,
+                extra={"event": "lone_query_session", "wide": faster, "kind": self.kind},
+            )
+        if self.picks % self.probe_every == 0:
+            # the other side is timed afresh: its old times are from another moment
+            self._probing = self.probe_calls
+            self._times[not faster].clear()
+        if self._probing:
+            self._probing -= 1
+            return not faster
+        return faster
+
+    def record(self, wide: bool, ms: float, texts: list[str]) -> None:
+        """A lone call's time on the side it took."""
+        warm, self._last = self._last == wide, wide
+        if not warm:
+            return
+        self.samples[wide] += 1
+        self._times[wide].append(ms / (sum(map(len, texts)) + self.OVERHEAD_CHARS * len(texts)))
+
+    def forget(self) -> None:
+        """Start over (after a warm-up, whose first calls of each shape cost more)."""
+        for times in self._times.values():
+            times.clear()
+        self.samples = {True: 0, False: 0}
+        self._last = None
+        self._probing = 0
+
+
+Group = tuple[Embedder, list[Item], tuple[LoneChoice, bool] | None]
+"""One model call's part: its embedder, its queries and, for a lone query, the choice that
+picked the session and whether it went wide."""
 
 
 class MicroBatcher:
@@ -56,6 +170,9 @@ class MicroBatcher:
         self.exact = exact
         self.exact_alone = exact_alone if exact is not None else None
         self.lone_calls = 0
+        """Lone queries sent to a wide session."""
+        self.choices = {False: LoneChoice("query model"), True: LoneChoice("fp32")}
+        """Per kind (exact or not): where its lone queries run (`LoneChoice`)."""
         self.max_batch = max_batch
         self.max_wait = max_wait_ms / 1000
         self.workers = max(1, workers)
@@ -117,8 +234,8 @@ class MicroBatcher:
             if not live:
                 self._slots.release()
                 continue
-            lone = len(live) == 1 and not self._calls  # nothing else runs: the wide session
-            groups = []
+            lone = len(live) == 1 and not self._calls  # nothing else runs: may go wide
+            groups: list[Group] = []
             for exact in (False, True):
                 part = [item for item in live if item[2] is exact]
                 if not part:
@@ -127,10 +244,13 @@ class MicroBatcher:
                     (self.exact, self.exact_alone) if exact else (self.embedder, self.alone)
                 )
                 assert narrow is not None  # `embed` marks nothing exact without `self.exact`
-                if lone and wide is not None:
-                    narrow = wide
-                    self.lone_calls += 1
-                groups.append((narrow, part))
+                if not lone or wide is None:
+                    groups.append((narrow, part, None))
+                    continue
+                choice = self.choices[exact]
+                goes_wide = choice.wide()
+                self.lone_calls += goes_wide
+                groups.append((wide if goes_wide else narrow, part, (choice, goes_wide)))
             call = loop.create_task(self._call(loop, groups), name="embed-call")
             self._calls.add(call)
             # a done callback, not a `finally`: a call cancelled before it ever ran (close())
@@ -157,13 +277,13 @@ class MicroBatcher:
         self._calls.discard(call)
         self._slots.release()
 
-    async def _call(
-        self, loop: asyncio.AbstractEventLoop, groups: list[tuple[Embedder, list[Item]]]
-    ) -> None:
+    async def _call(self, loop: asyncio.AbstractEventLoop, groups: list[Group]) -> None:
         """One model call per group (its embedder and its texts), in turn on one worker; each
-        group's callers get their vectors (or its error) as soon as its call ends."""
-        for embedder, items in groups:
+        group's callers get their vectors (or its error) as soon as its call ends; a lone
+        query's time goes to the choice that sent it (`LoneChoice`)."""
+        for embedder, items, lone in groups:
             texts = [text for text, _, _ in items]
+            started = time.perf_counter()
             try:
                 vecs = await loop.run_in_executor(self._executor, embedder.embed, texts)
             except Exception as exc:
@@ -171,6 +291,9 @@ class MicroBatcher:
                     if not f.done():
                         f.set_exception(exc)
                 continue
+            if lone is not None:
+                choice, wide = lone
+                choice.record(wide, (time.perf_counter() - started) * 1000, texts)
             for (_, f, _), v in zip(items, vecs, strict=True):
                 if not f.done():
                     f.set_result(np.asarray(v, dtype=np.float32))

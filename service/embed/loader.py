@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 from service.config import Settings
 from service.config.machine import usable_cores
 from service.config.sections import EmbedderSettings
-from service.embed.onnx import OnnxEmbedder
 from service.embed.onnx_export import load_onnx_embedder
 from service.embed.protocol import Embedder, packaged_model_dir
-from service.embed.quantize import TIMING_TEXTS, time_sessions
-
-log = logging.getLogger("ragline.embed")
 
 
 def load_embedder(settings: Settings, *, queries: bool = True, lone: bool = False) -> Embedder:
@@ -36,38 +31,9 @@ def load_embedder(settings: Settings, *, queries: bool = True, lone: bool = Fals
         quantization=e.query_quantization if queries else "none",
     )
     if queries and lone:
-        wide = embedder.lone_queries(lone_query_threads(e))
-        embedder.lone = wide if wide is not None and wide_pays(embedder, wide) else None
+        # whether a lone query takes it is measured as the service runs (`LoneChoice`)
+        embedder.lone = embedder.lone_queries(lone_query_threads(e))
     return embedder
-
-
-WIDE_MARGIN = 0.95
-"""A lone query's wide session is kept only if it embeds in under this share of the narrow
-session's time (timed at each serving start, ~0.1 s)."""
-
-
-def wide_pays(embedder: OnnxEmbedder, wide: Embedder) -> bool:
-    """Whether the wide session is faster than the query model's own on this host now. More
-    threads pay for a model that is compute-bound on one core (fp32 on an AVX2 EPYC: 12 vs
-    18 ms), not for one whose work is small beside the threads' hand-offs (`split8` on an AMX
-    Xeon: 3.5 vs 3.1 ms p50 on two threads against one)."""
-    narrow = embedder.for_queries()
-    engines = {"narrow": narrow, "wide": wide}
-
-    def run(engine: Embedder) -> None:
-        for text in TIMING_TEXTS:
-            engine.embed([text])
-
-    ms = time_sessions(run, engines, TIMING_TEXTS, rounds=3)
-    keep = ms["wide"] < WIDE_MARGIN * ms["narrow"]
-    log.info(
-        "lone queries: %s session (ms per query: wide %.2f, narrow %.2f)",
-        "wide" if keep else "narrow",
-        ms["wide"],
-        ms["narrow"],
-        extra={"event": "lone_query_session", "kept": keep},
-    )
-    return keep
 
 
 def lone_query_threads(e: EmbedderSettings) -> int:

@@ -133,8 +133,12 @@ class OnnxEmbedder:
             return None
         # token states (alignment) are the fp32 model's: this session when it runs it, else
         # one of its own (~90 MB more, on hosts whose queries run quantized)
+        # a quantized copy's wide session spins (short calls: waking the second thread for
+        # each step cost what it saved); the fp32 model's, which also runs token alignment's
+        # longer windows, does not (spinning raised their p95 by a third: see
+        # `_session_options`)
         paths = list(dict.fromkeys([self._query_path, self._onnx_path]))
-        session, *fp32 = open_sessions(paths, threads)
+        session, *fp32 = open_sessions(paths, threads, spin=[len(paths) > 1, False])
         self._wide = fp32[0] if fp32 else session
         return _Queries(self, session)
 
@@ -294,31 +298,50 @@ def _unit_states(
     return vecs.astype(np.float32), [offsets[i] for i in keep]
 
 
-def open_sessions(paths: Sequence[Path], threads: int) -> list[Any]:
+def open_sessions(paths: Sequence[Path], threads: int, *, spin: Sequence[bool] = ()) -> list[Any]:
     """A session of `threads` intra-op threads per model file, made at once: ONNX Runtime
     lets go of the GIL while it reads and optimizes a model (a served embedder's four
-    sessions, two by two, loaded in 0.28-0.29 s against 0.45-0.47 s in turn, 2-core Xeon)."""
+    sessions, two by two, loaded in 0.28-0.29 s against 0.45-0.47 s in turn, 2-core Xeon).
+    `spin[i]`: the `i`-th session's threads spin between the model's steps while a call runs
+    (`_session_options`; none by default)."""
+    spins = list(spin)[: len(paths)]
+    spins += [False] * (len(paths) - len(spins))
 
-    def make(path: Path) -> Any:
+    def make(path: Path, spinning: bool) -> Any:
         return ort.InferenceSession(
-            str(path), sess_options=_session_options(threads), providers=["CPUExecutionProvider"]
+            str(path),
+            sess_options=_session_options(threads, spin=spinning),
+            providers=["CPUExecutionProvider"],
         )
 
     if len(paths) == 1:
-        return [make(paths[0])]
+        return [make(paths[0], spins[0])]
     with ThreadPoolExecutor(len(paths), thread_name_prefix="onnx-load") as pool:
-        return list(pool.map(make, paths))
+        return list(pool.map(make, paths, spins))
 
 
-def _session_options(threads: int) -> Any:
+def _session_options(threads: int, *, spin: bool = False) -> Any:
+    """Sequential, fully optimized sessions of `threads` intra-op threads.
+
+    By default idle pool threads sleep instead of spinning: on a shared, busy CPU spinning
+    doubled 2-thread query latency (measured 42 vs 24 ms p50 at load 14 on 2 cores). The
+    quantized copy's session for a lone query, which runs only while no other model call does
+    (`lone_queries`), may `spin`, and only inside a call (`session.force_spinning_stop`):
+    otherwise its second thread is put to sleep after every one of the model's ~100 steps and
+    woken for the next, which on a 2-core EPYC cost a short query as much as the second thread
+    saved (block8, 150 claims with 2 ms between calls: 5.7 ms p50 on two sleeping threads, 3.3
+    spinning, 5.2 on one). The fp32 model's wide session does not: over HTTP, spinning it
+    raised the p95 of token alignment's ~80-token windows from 24-26 to 33-45 ms, since a
+    spinning thread whose partner is descheduled only waits."""
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    # Idle pool threads sleep instead of spinning: on a shared, busy CPU spinning doubled
-    # 2-thread query latency (measured 42 vs 24 ms p50 at load 14 on 2 cores).
-    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    spinning = spin and threads > 1
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
+    if spinning:
+        opts.add_session_config_entry("session.force_spinning_stop", "1")
     return opts
 
 

@@ -63,7 +63,7 @@ async def test_searches_run_on_the_quantized_copy_and_answers_on_fp32(
     try:
         b: Any = rt.batcher
         searches, answers = Recorder(b.embedder), Recorder(b.exact)
-        # a lone search's wide session exists only where it is faster (`wide_pays`)
+        # a lone search's wide session exists where there is more than one core
         lone_searches = Recorder(b.alone if b.alone is not None else b.embedder)
         lone_answers = Recorder(b.exact_alone)
         b.embedder, b.exact, b.exact_alone = searches, answers, lone_answers

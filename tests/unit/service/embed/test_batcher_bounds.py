@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Sequence
 
 import numpy as np
 import pytest
 
-from service.embed.batcher import MicroBatcher
+from service.embed.batcher import LoneChoice, MicroBatcher
 from service.embed.fake import HashEmbedder
 from service.embed.protocol import Vectors
 from service.errors import Overloaded
@@ -177,3 +178,57 @@ async def test_without_a_wide_embedder_every_call_takes_the_one_given() -> None:
     await batcher.embed("q")
     await batcher.close()
     assert emb.sizes == [1] and batcher.lone_calls == 0
+
+
+class Timed(HashEmbedder):
+    """Takes `ms` per call (changeable), and counts its calls."""
+
+    def __init__(self, ms: float) -> None:
+        super().__init__(dim=8)
+        self.ms = ms
+        self.calls = 0
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        self.calls += 1
+        time.sleep(self.ms / 1000)
+        return super().embed(texts)
+
+
+async def test_lone_queries_take_the_session_that_has_been_faster_here() -> None:
+    """Whether more threads pay is measured as the service runs: a wide session slower on this
+    host (a busy neighbour, work too small for its hand-offs) is left for the narrow one, tried
+    again now and then, and taken again once it is faster."""
+    narrow, wide = Timed(2), Timed(12)
+    batcher = MicroBatcher(narrow, max_wait_ms=0, alone=wide)
+    for i in range(200):
+        await batcher.embed(f"claim {i}")
+    # both timed first, then the narrow side, with the wide one probed every 128th
+    assert narrow.calls > 180 and 3 <= wide.calls <= 10
+    choice = batcher.choices[False]
+    assert not choice.prefers_wide() and choice.cost(True) > 3 * choice.cost(False)
+    wide.ms, narrow.ms = 1, 12  # the host changed
+    narrow.calls = wide.calls = 0
+    for i in range(400):
+        await batcher.embed(f"again {i}")
+    await batcher.close()
+    assert choice.prefers_wide() and wide.calls > 250
+    assert batcher.lone_calls >= wide.calls
+
+
+def test_a_sessions_first_call_after_the_other_does_not_count() -> None:
+    """A session's first call after a pause wakes its threads and warms its caches: counting it
+    would make the side probed least look slower than it is."""
+    choice = LoneChoice(min_samples=1)
+    texts = ["a question of some length"]
+    assert choice.wide()
+    choice.record(True, 50.0, texts)  # the first call: not counted
+    assert choice.samples == {True: 0, False: 0}
+    choice.record(True, 3.0, texts)
+    assert not choice.wide()  # the narrow side has not been timed
+    choice.record(False, 40.0, texts)  # its first call: not counted either
+    choice.record(False, 5.0, texts)
+    assert choice.samples == {True: 1, False: 1}
+    assert choice.prefers_wide() and choice.wide()
+    choice.forget()  # after the warm-up: both sides timed again, wide first
+    assert choice.samples == {True: 0, False: 0} and choice.cost(True) == float("inf")
+    assert choice.prefers_wide() and choice.wide()

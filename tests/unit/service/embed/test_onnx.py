@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from service.embed import onnx_export
-from service.embed.onnx import OnnxEmbedder
+from service.embed.onnx import OnnxEmbedder, _Queries
 from service.embed.protocol import for_queries, packaged_model_dir
 from service.embed.quantize import Quantization
 from service.embed.torch_st import SentenceTransformerEmbedder
@@ -376,20 +376,9 @@ def test_a_lone_query_session_gives_the_query_models_vectors(
     np.testing.assert_allclose(wide.embed(TEXTS), for_queries(embedder).embed(TEXTS), atol=1e-5)
 
 
-def test_only_a_serving_load_makes_the_lone_query_session(
-    onnx_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_only_a_serving_load_makes_the_lone_query_session(onnx_dir: Path) -> None:
     from service.config import load_settings  # noqa: PLC0415
-    from service.embed import loader  # noqa: PLC0415
     from service.embed.loader import load_embedder  # noqa: PLC0415
-
-    timed: list[bool] = []
-
-    def pays(embedder: object, wide: object) -> bool:
-        timed.append(True)
-        return True
-
-    monkeypatch.setattr(loader, "wide_pays", pays)
 
     settings = load_settings(
         environ={
@@ -400,39 +389,34 @@ def test_only_a_serving_load_makes_the_lone_query_session(
     )
     tool = load_embedder(settings)  # an eval or bench tool: no second session
     assert isinstance(tool, OnnxEmbedder) and tool.lone is None
-    assert timed == []  # nor any timing
     served = load_embedder(settings, lone=True)  # Runtime.open
-    assert isinstance(served, OnnxEmbedder) and served.lone is not None and timed == [True]
+    assert isinstance(served, OnnxEmbedder) and served.lone is not None
     np.testing.assert_allclose(served.lone.embed(ENGLISH), tool.embed_queries(ENGLISH), atol=1e-5)
-    # where the wide session is no faster here, a lone query keeps the narrow one
-    monkeypatch.setattr(loader, "wide_pays", lambda embedder, wide: False)
-    narrow = load_embedder(settings, lone=True)
-    assert isinstance(narrow, OnnxEmbedder) and narrow.lone is None
     documents = load_embedder(settings, queries=False, lone=True)  # indexing never serves queries
     assert isinstance(documents, OnnxEmbedder) and documents.lone is None
 
 
-def test_the_wide_session_is_timed_against_the_narrow_one(
-    onnx_dir: Path, embedder: OnnxEmbedder
-) -> None:
-    from service.embed.loader import WIDE_MARGIN, wide_pays  # noqa: PLC0415
+def test_only_a_quantized_copys_lone_query_session_spins(onnx_dir: Path) -> None:
+    """Its pool threads spin between the model's steps, and only inside a call; every other
+    session's sleep: spinning beside other model calls doubled their latency, and on the fp32
+    model's wide session it lengthened token alignment's tail."""
+    entry = "session.intra_op.allow_spinning"
 
-    class Slow:
-        def __init__(self, inner: object, ms: float) -> None:
-            self.inner, self.ms = inner, ms
+    def spins(session: object) -> bool:
+        options = session.get_session_options()  # type: ignore[attr-defined]
+        return bool(options.get_session_config_entry(entry) == "1")
 
-        def embed(self, texts: list[str]) -> object:
-            import time  # noqa: PLC0415
-
-            time.sleep(self.ms / 1000)
-            return self.inner.embed(texts)  # type: ignore[attr-defined]
-
-    one = OnnxEmbedder(packaged_model_dir(), onnx_dir, threads=1)
-    wide = one.lone_queries(2)
-    assert wide is not None
-    assert wide_pays(one, Slow(wide, 0)) in (True, False)  # the real sessions: either
-    assert not wide_pays(one, Slow(wide, 20))  # 20 ms more per query: never kept
-    assert WIDE_MARGIN < 1
+    copy = onnx_export.load_onnx_embedder(packaged_model_dir(), onnx_dir, 1, "block8")
+    wide = copy.lone_queries(2)
+    assert isinstance(wide, _Queries) and copy._wide is not None
+    assert spins(wide.session) and not spins(copy._wide)
+    options = wide.session.get_session_options()
+    assert options.intra_op_num_threads == 2
+    assert options.get_session_config_entry("session.force_spinning_stop") == "1"
+    assert not spins(copy._session) and not spins(copy._query_session)
+    fp32 = OnnxEmbedder(packaged_model_dir(), onnx_dir, threads=1)
+    assert fp32.lone_queries(2) is not None and fp32._wide is not None
+    assert not spins(fp32._wide) and not spins(fp32._session)
 
 
 def test_token_states_are_the_models_own_and_point_into_the_text(embedder: OnnxEmbedder) -> None:
