@@ -239,6 +239,9 @@ class Runtime:
             if settings.admission.enabled
             else None
         )
+        if self.gate is not None:
+            gate = self.gate
+            self.batcher.busy = lambda: gate.total_in_flight > 1
         self.limiter = TenantLimiter(settings.limits, self.caching.redis, self.stats)
         # before any slot: failed authentications per address, requests per key and tenant
         self.guard = ClientGuard(settings.admission, self.stats)

@@ -12,13 +12,14 @@ Batching saves little model time per query on a CPU (a batch of 4 short queries 
 calls did, measured on MiniLM), so a second worker is what lets queries use a second core: with
 one, the embedder was a single busy core and capped the search rate at 4 clients.
 
-`alone`, when given, may embed a lone query while no other call runs: the same model on more
-intra-op threads, so the cores that would idle at one client help it (on a 2-core AVX2 EPYC a
-claim took 12 vs 18 ms p50 on two threads); under load calls overlap and take `embedder`.
-Whether it does is measured, not assumed (`LoneChoice`): more threads lose where the work is
-small beside their hand-offs, or where another process holds the other core, and that changes
-while the service runs, so each lone query takes whichever of the two has lately been faster
-and every `probe_every`-th takes the other, to notice when that changes.
+`alone`, when given, may embed a lone query while no other call runs and no other request is
+in flight (`busy`): the same model on more intra-op threads, so the cores that would idle at
+one client help it (on a 2-core AVX2 EPYC a claim took 12 vs 18 ms p50 on two threads); under
+load calls overlap and take `embedder`. Whether it does is measured, not assumed
+(`LoneChoice`): more threads lose where the work is small beside their hand-offs, or where
+another process holds the other core, and that changes while the service runs, so each lone
+query takes the side that has lately been faster (wide unless narrow clearly is) and every
+`probe_every`-th lone query tries the other, to notice when that changes.
 
 `exact` (and `exact_alone`), when given, embed the queries asked for with `exact=True`: the
 fp32 model, where `embedder` runs queries on a quantized copy. An answer asks so, since its
@@ -35,6 +36,7 @@ import logging
 import statistics
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -173,6 +175,12 @@ class MicroBatcher:
         """Lone queries sent to a wide session."""
         self.choices = {False: LoneChoice("query model"), True: LoneChoice("fp32")}
         """Per kind (exact or not): where its lone queries run (`LoneChoice`)."""
+        self.busy: Callable[[], bool] | None = None
+        """Whether other requests are in flight in this process (the runtime's admission
+        gate): a query alone in the model is then not alone on the CPU, and stays on one
+        thread, since a second takes the core their searches and responses need (4 clients,
+        the quantized copy's spinning wide session on every lone query: 138-150 vs 149-154
+        req/s)."""
         self.max_batch = max_batch
         self.max_wait = max_wait_ms / 1000
         self.workers = max(1, workers)
@@ -234,7 +242,8 @@ class MicroBatcher:
             if not live:
                 self._slots.release()
                 continue
-            lone = len(live) == 1 and not self._calls  # nothing else runs: may go wide
+            # nothing else runs in the model, nor any other request here: may go wide
+            lone = len(live) == 1 and not self._calls and not (self.busy and self.busy())
             groups: list[Group] = []
             for exact in (False, True):
                 part = [item for item in live if item[2] is exact]

@@ -232,3 +232,19 @@ def test_a_sessions_first_call_after_the_other_does_not_count() -> None:
     choice.forget()  # after the warm-up: both sides timed again, wide first
     assert choice.samples == {True: 0, False: 0} and choice.cost(True) == float("inf")
     assert choice.prefers_wide() and choice.wide()
+
+
+async def test_a_lone_query_stays_narrow_while_other_requests_are_in_flight() -> None:
+    """Alone in the model is not alone on the CPU: while other requests run (the admission
+    gate's count), their searches and responses need the core a second thread would take."""
+    narrow, wide = Recording(), Recording()
+    batcher = MicroBatcher(narrow, max_wait_ms=0, alone=wide)
+    others = 0
+    batcher.busy = lambda: others > 0
+    await batcher.embed("alone here")
+    others = 3
+    await batcher.embed("alone in the model only")
+    others = 0
+    await batcher.embed("alone again")
+    await batcher.close()
+    assert (wide.sizes, narrow.sizes, batcher.lone_calls) == ([1, 1], [1], 2)
