@@ -231,18 +231,13 @@ def alignment(
 
 
 def token_alignment(
-    embedder: TokenEmbedder,
-    question: str,
-    window: str,
-    *,
-    recent: bool = False,
-    wide: bool | None = None,
+    embedder: TokenEmbedder, question: str, window: str, *, recent: bool = False
 ) -> tuple[float, float]:
     """Run the model over the question and the window (`alignment_window`) and align them;
     `recent`: the question's states may come from its query embedding, which this request ran
-    (`QUERY_EMBEDDED`); `wide`: as `TokenEmbedder.token_states`. Blocking: call off the loop."""
-    q = embedder.token_states([question], ALIGN_QUESTION_TOKENS, recent=recent, wide=wide)[0]
-    w = embedder.token_states([window], ALIGN_MAX_TOKENS, wide=wide)[0]
+    (`QUERY_EMBEDDED`). Blocking: call off the loop."""
+    q = embedder.token_states([question], ALIGN_QUESTION_TOKENS, recent=recent)[0]
+    w = embedder.token_states([window], ALIGN_MAX_TOKENS)[0]
     return alignment(question, q, w)
 
 

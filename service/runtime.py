@@ -211,12 +211,7 @@ class Runtime:
             grounder=Grounder.from_settings(settings.grounding, embedder),
             # one worker (service/pipeline/align.py): two took a core from the query embedder
             # under load (4 clients: extractive TTFT p95 85 / 103 ms against 82 / 78 with one)
-            aligner=Aligner.of(
-                embedder,
-                settings.generator.align_ms,
-                # the fp32 model's lone queries: timed on the sessions the alignment runs on
-                prefers_wide=self.batcher.choices[self.batcher.exact is not None].prefers_wide,
-            ),
+            aligner=Aligner.of(embedder, settings.generator.align_ms),
         )
         self.answers = CachingPipeline(
             inner=self.pipeline,
@@ -295,8 +290,7 @@ class Runtime:
             for text in texts:
                 await self.batcher.embed(text, exact=exact)
             await asyncio.gather(*(self.batcher.embed(t, exact=exact) for t in texts))
-        for choice in self.batcher.choices.values():  # first calls of a shape cost more
-            choice.forget()
+        self.batcher.choice.forget()  # the warm-up's first calls of each shape cost more
         principal = Principal(tenant_id=WARM_UP_TENANT, user_id="warm-up")
         await Retriever(self.batcher, self.index, self.settings).retrieve(
             principal, texts[-1], filters=None, top_k=5, budget=Budget(10_000)

@@ -7,16 +7,14 @@ runs (question, about 10 model tokens; two sentences, about 60) are CPU work: on
 (a second took a core from the query embedder under load), a bounded backlog and a
 deadline (`generator.align_ms`, capped by the request's budget). The question's run is skipped
 when the query embedding has just made its states, and the sentences' run takes every core
-while no other model call runs (`OnnxEmbedder.token_states`), unless the fp32 model's lone
-queries have lately been faster on one thread (`prefers_wide`: the micro-batcher's
-`LoneChoice` for them). When it is busy or late the
+while no other model call runs (`OnnxEmbedder.token_states`). When it is busy or late the
 `sentence` model's decision stands and `done.degraded` says `alignment_busy` or
 `alignment_timeout` (such an answer is not cached).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from service.answerability import ALIGN_MAX_TOKENS, alignment_window, token_alignment
 from service.embed.protocol import QUERY_EMBEDDED, Embedder, TokenEmbedder
@@ -26,18 +24,10 @@ from service.pipeline.worker import BoundedWorker
 
 
 class Aligner:
-    def __init__(
-        self,
-        embedder: TokenEmbedder,
-        *,
-        timeout_ms: float,
-        max_backlog: int = 8,
-        prefers_wide: Callable[[], bool] | None = None,
-    ) -> None:
+    def __init__(self, embedder: TokenEmbedder, *, timeout_ms: float, max_backlog: int = 8) -> None:
         self.embedder = embedder
         self.timeout_ms = timeout_ms
         self.worker = BoundedWorker("align", max_backlog)
-        self.prefers_wide = prefers_wide
 
     @property
     def skipped(self) -> int:
@@ -45,17 +35,11 @@ class Aligner:
         return self.worker.skipped
 
     @classmethod
-    def of(
-        cls,
-        embedder: Embedder | None,
-        timeout_ms: float,
-        prefers_wide: Callable[[], bool] | None = None,
-    ) -> Aligner | None:
-        """An aligner over `embedder`'s token states; None when it has none or it is off.
-        `prefers_wide`: whether more threads have lately paid for the fp32 model here."""
+    def of(cls, embedder: Embedder | None, timeout_ms: float) -> Aligner | None:
+        """An aligner over `embedder`'s token states; None when it has none or it is off."""
         if timeout_ms <= 0 or not isinstance(embedder, TokenEmbedder):
             return None
-        return cls(embedder, timeout_ms=timeout_ms, prefers_wide=prefers_wide)
+        return cls(embedder, timeout_ms=timeout_ms)
 
     async def warm_up(self, question: str, window: str) -> None:
         """Both runs once, before serving: ONNX Runtime sizes its buffers on a shape's first
@@ -78,8 +62,6 @@ class Aligner:
             question,
             window,
             recent=QUERY_EMBEDDED.get() == question,
-            # None: wide while no other model call runs; never where one thread is faster
-            wide=None if self.prefers_wide is None or self.prefers_wide() else False,
         )
         if future is None:
             budget.degrade("alignment_busy")

@@ -204,7 +204,7 @@ async def test_lone_queries_take_the_session_that_has_been_faster_here() -> None
         await batcher.embed(f"claim {i}")
     # both timed first, then the narrow side, with the wide one probed every 128th
     assert narrow.calls > 180 and 3 <= wide.calls <= 10
-    choice = batcher.choices[False]
+    choice = batcher.choice
     assert not choice.prefers_wide() and choice.cost(True) > 3 * choice.cost(False)
     wide.ms, narrow.ms = 1, 12  # the host changed
     narrow.calls = wide.calls = 0
