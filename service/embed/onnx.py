@@ -132,11 +132,9 @@ class OnnxEmbedder:
         if threads <= self.threads:
             return None
         # token states (alignment) are the fp32 model's: this session when it runs it, else
-        # one of its own (~90 MB more, on hosts whose queries run quantized)
-        # a quantized copy's wide session spins (short calls: waking the second thread for
-        # each step cost what it saved); the fp32 model's, which also runs token alignment's
-        # longer windows, does not (spinning raised their p95 by a third: see
-        # `_session_options`)
+        # one of its own (~90 MB more, on hosts whose queries run quantized). Only a quantized
+        # copy's session spins; the fp32 one also runs alignment's longer windows, whose tail
+        # spinning lengthened (`_session_options`).
         paths = list(dict.fromkeys([self._query_path, self._onnx_path]))
         session, *fp32 = open_sessions(paths, threads, spin=[len(paths) > 1, False])
         self._wide = fp32[0] if fp32 else session
