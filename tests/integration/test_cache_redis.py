@@ -217,7 +217,9 @@ async def test_tenant_over_its_limit_gets_429_and_another_is_unaffected(
     settings: Any, runtime: Any, shared_redis: Redis, sample_tenant_with_doc: tuple[str, Principal]
 ) -> None:
     redis = redis_settings()
-    limits = LimitsSettings(default=TenantLimits(requests_per_second=0.5, burst=3))
+    # one token per 100 s: the 4th search is refused however long the first three take (at
+    # 0.5/s a busy host once stretched them past the 2 s that refill a token)
+    limits = LimitsSettings(default=TenantLimits(requests_per_second=0.01, burst=3))
     s = with_sections(settings, redis=redis, limits=limits)
     rt = await replica(runtime, s)
     noisy_tenant, _ = sample_tenant_with_doc
