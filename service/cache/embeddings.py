@@ -49,7 +49,7 @@ class CachingEmbedder:
         tenant = tenant_scope.get()
         if tenant is None:
             return await self.inner.embed(text, exact=exact)
-        exact = exact and self.inner.exact is not None  # else the one model serves both
+        exact = self.inner.runs_exact(exact)
         key = self.keys.embedding(tenant, f"{self.model}:exact" if exact else self.model, text)
         raw, _ = await self.cache.get(KIND, key)
         if raw is not None:

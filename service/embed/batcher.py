@@ -145,9 +145,9 @@ class LoneChoice:
         self._probing = 0
 
 
-Group = tuple[Embedder, list[Item], tuple[LoneChoice, bool] | None]
-"""One model call's part: its embedder, its queries and, for a lone query, the choice that
-picked the session and whether it went wide."""
+Group = tuple[Embedder, list[Item], bool | None]
+"""One model call's part: its embedder, its queries and, for a lone search the batcher's
+`LoneChoice` placed, whether it went wide (None: no choice was made)."""
 
 
 class MicroBatcher:
@@ -213,13 +213,18 @@ class MicroBatcher:
         self.start()
         fut: asyncio.Future[Vectors] = asyncio.get_running_loop().create_future()
         try:
-            self._queue.put_nowait((text, fut, bool(exact) and self.exact is not None))
+            self._queue.put_nowait((text, fut, self.runs_exact(exact)))
         except asyncio.QueueFull:
             raise Overloaded("embedding queue is full", retry_after=0.5) from None
         vector = await fut
         if self.keeps_states(exact):  # this request's own pass: its token states may be read
             QUERY_EMBEDDED.set(text)
         return vector
+
+    def runs_exact(self, exact: bool) -> bool:
+        """Whether a query asked for with `exact` runs on a model of its own: only where
+        searches run on a quantized copy (else the one model serves both)."""
+        return bool(exact) and self.exact is not None
 
     def keeps_states(self, exact: bool) -> bool:
         """Whether a query embedded so ran the model whose token states alignment reads: the
@@ -260,7 +265,7 @@ class MicroBatcher:
                     continue
                 goes_wide = self.choice.wide()
                 self.lone_calls += goes_wide
-                groups.append((wide if goes_wide else narrow, part, (self.choice, goes_wide)))
+                groups.append((wide if goes_wide else narrow, part, goes_wide))
             call = loop.create_task(self._call(loop, groups), name="embed-call")
             self._calls.add(call)
             # a done callback, not a `finally`: a call cancelled before it ever ran (close())
@@ -290,8 +295,8 @@ class MicroBatcher:
     async def _call(self, loop: asyncio.AbstractEventLoop, groups: list[Group]) -> None:
         """One model call per group (its embedder and its texts), in turn on one worker; each
         group's callers get their vectors (or its error) as soon as its call ends; a lone
-        query's time goes to the choice that sent it (`LoneChoice`)."""
-        for embedder, items, lone in groups:
+        query's time goes to the choice that placed it (`LoneChoice`)."""
+        for embedder, items, went_wide in groups:
             texts = [text for text, _, _ in items]
             started = time.perf_counter()
             try:
@@ -301,9 +306,8 @@ class MicroBatcher:
                     if not f.done():
                         f.set_exception(exc)
                 continue
-            if lone is not None:
-                choice, wide = lone
-                choice.record(wide, (time.perf_counter() - started) * 1000, texts)
+            if went_wide is not None:
+                self.choice.record(went_wide, (time.perf_counter() - started) * 1000, texts)
             for (_, f, _), v in zip(items, vecs, strict=True):
                 if not f.done():
                     f.set_result(np.asarray(v, dtype=np.float32))
