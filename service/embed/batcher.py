@@ -55,9 +55,13 @@ class LoneChoice:
     their times on this host lately: each side's milliseconds per character (plus
     `OVERHEAD_CHARS`, a call's fixed cost), the median of its last `window` timed calls (one
     slow call, a page fault or a descheduled thread, moves no median). Each side is timed
-    `min_samples` times first, wide first. Then the faster side runs, and every
-    `probe_every`-th lone query starts `probe_calls` on the other, timed afresh, so a change (a
-    busy neighbour, a quieter host) is seen within a few hundred queries. Wide is the default:
+    `min_samples` times first, wide first. Then the faster side runs, and now and then a lone
+    query starts `probe_calls` on the other, timed afresh, so a change (a busy neighbour, a
+    quieter host) is seen: first after `probe_every` lone queries, then twice as many after
+    each probe that changed nothing, up to `max_probe_every`, and again after `probe_every`
+    once the choice changes. A probe's calls, and the first call back on the faster side,
+    are the slowest a lone query takes (a 2-core EPYC, 1 client: 4 in every 128 calls, past
+    the 97th percentile), so a steady host pays for them less and less. Wide is the default:
     narrow runs only while it has been clearly faster (`prefers_wide`).
 
     A call counts only when the lone call before it ran on the same side: a session's first
@@ -73,12 +77,16 @@ class LoneChoice:
         self,
         *,
         probe_every: int = 128,
+        max_probe_every: int = 2048,
         probe_calls: int = 3,
         window: int = 8,
         min_samples: int = 4,
     ) -> None:
         self.probe_every = probe_every
+        self.max_probe_every = max(max_probe_every, probe_every)
         self.probe_calls = probe_calls
+        self._every = probe_every  # lone queries from one probe to the next
+        self._next_probe = probe_every
         self.min_samples = min_samples
         self._times: dict[bool, deque[float]] = {
             True: deque(maxlen=window),
@@ -112,6 +120,8 @@ class LoneChoice:
         faster = self.prefers_wide()
         if faster != self._chose:
             self._chose = faster
+            self._every = self.probe_every
+            self._next_probe = self.picks + self._every
             log.info(
                 "lone searches: %s session (ms per 100 characters: wide %.2f, narrow %.2f)",
                 "wide" if faster else "narrow",
@@ -119,10 +129,12 @@ class LoneChoice:
                 self.cost(False) * 100,
                 extra={"event": "lone_query_session", "wide": faster},
             )
-        if self.picks % self.probe_every == 0:
+        if self.picks >= self._next_probe:
             # the other side is timed afresh: its old times are from another moment
             self._probing = self.probe_calls
             self._times[not faster].clear()
+            self._every = min(2 * self._every, self.max_probe_every)
+            self._next_probe = self.picks + self._every
         if self._probing:
             self._probing -= 1
             return not faster
@@ -143,6 +155,9 @@ class LoneChoice:
         self.samples = {True: 0, False: 0}
         self._last = None
         self._probing = 0
+        self._chose = None
+        self._every = self.probe_every
+        self._next_probe = self.picks + self._every
 
 
 Group = tuple[Embedder, list[Item], bool | None]

@@ -248,3 +248,32 @@ async def test_a_lone_query_stays_narrow_while_other_requests_are_in_flight() ->
     await batcher.embed("alone again")
     await batcher.close()
     assert (wide.sizes, narrow.sizes, batcher.lone_calls) == ([1, 1], [1], 2)
+
+
+def test_a_steady_host_is_probed_less_and_less_and_a_change_resets_it() -> None:
+    """A probe's calls run on the slower side: a host whose choice never changes pays for
+    fewer of them (the interval doubles up to `max_probe_every`); a changed choice is probed
+    again soon."""
+    choice = LoneChoice(min_samples=1, probe_every=8, max_probe_every=32, probe_calls=2)
+    texts = ["a question of some length"]
+
+    def run(n: int, wide_ms: float, narrow_ms: float) -> list[bool]:
+        sides = []
+        for _ in range(n):
+            side = choice.wide()
+            choice.record(side, wide_ms if side else narrow_ms, texts)
+            sides.append(side)
+        return sides
+
+    steady = run(200, 3.0, 9.0)
+    starts = [i for i in range(1, len(steady)) if steady[i - 1] and not steady[i]]
+    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    # after the narrow side's first timing: 8 lone queries, then 16, then 32 apart
+    assert gaps[0] > 8 and gaps[1] == 16 and set(gaps[2:]) == {32}
+    assert steady.count(False) < 2 * 200 // 8
+    changed = run(100, 9.0, 3.0)  # the narrow side is now faster: seen at the next probe
+    first = changed.index(False)
+    assert first <= 32 and changed[first : first + 10] == [False] * 10
+    # narrow stays, and the wide side is probed 8 lone queries after the switch, not 32
+    starts = [i for i in range(1, len(changed)) if not changed[i - 1] and changed[i]]
+    assert starts[0] - first <= 12 and [b - a for a, b in zip(starts, starts[1:])][:2] == [16, 32]
