@@ -31,6 +31,7 @@ from service.pipeline.generation import generate
 from service.pipeline.ground import Grounder
 from service.pipeline.language import COPIES, answer_sources
 from service.pipeline.operation import ANSWER
+from service.pipeline.pointers import follow_pointers
 from service.pipeline.retrieve import Retrieval
 from service.pipeline.trim import trim
 
@@ -137,7 +138,7 @@ class AnswerPipeline:
         )
         t = self.settings.trim  # before numbering: S1…Sn are the passages the generator sees
         hits = trim(
-            answer_sources(q.query, hits, q.top_k),
+            answer_sources(q.query, follow_pointers(hits), q.top_k),
             budget_tokens=t.context_tokens,
             duplicate_threshold=t.duplicate_threshold,
             merge=t.merge_neighbours,

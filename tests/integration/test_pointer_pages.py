@@ -1,0 +1,135 @@
+"""A reference stub or a recipe that only points to another page, over the real embedder, Qdrant
+Edge and HTTP: when the page it points to was found too, the answer comes from that page and
+cites it, and the stub is not a source; a page the user may not read is never reached through a
+link (the stub then stays)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.helpers import auth, index_files, make_key, write
+
+pytestmark = [pytest.mark.integration, pytest.mark.e2e]
+
+PAGES = {
+    "docs/reference/staticfiles.md": """# Static Files - `StaticFiles`
+
+You can use the `StaticFiles` class to serve static files, like JavaScript, CSS, images, etc.
+Read more about it in the [FastAPI docs for Static Files](https://fastapi.tiangolo.com/tutorial/static-files/).
+""",
+    "docs/tutorial/static-files.md": """# Static Files
+
+You can serve static files automatically from a directory using `StaticFiles`.
+Import `StaticFiles` and mount a `StaticFiles()` instance on a path of your application, such as
+`/static`, with the directory that holds your CSS files and images.
+""",
+    "docs/how-to/general.md": """# General recipes
+
+## OpenAPI custom URL
+
+To customize the OpenAPI URL (or remove it), read the docs for
+[Tutorial - Metadata and Docs URLs](../tutorial/metadata.md#openapi-url).
+""",
+    "docs/tutorial/metadata.md": """# Metadata and Docs URLs
+
+## OpenAPI URL
+
+By default, the OpenAPI schema is served at `/openapi.json`. But you can change the OpenAPI URL
+with the `openapi_url` parameter, for example to serve it at `/api/v1/openapi.json`.
+""",
+    "docs/reference/billing.md": """# Billing - `Invoice`
+
+You can use the `Invoice` class to send an invoice to a customer for a billing period.
+Read more about it in the [billing runbook](../internal/billing-runbook.md).
+""",
+    "docs/internal/billing-runbook.md": """---
+acl: [group:finance]
+---
+# Billing runbook
+
+To send an invoice to a customer, run the invoice job with the customer id and the billing
+period; the finance team approves every invoice above the review limit.
+""",
+    "docs/tutorial/testing.md": "# Testing\n\nUse the `TestClient` to test your application.\n",
+    "docs/tutorial/body.md": "# Request Body\n\nTo declare a request body, use Pydantic models.\n",
+    "docs/tutorial/errors.md": "# Errors\n\nTo return errors to the client, use `HTTPException`.\n",
+    "docs/deployment/docker.md": "# Docker\n\nBuild a container image with a Dockerfile.\n",
+}
+
+
+@pytest.fixture(scope="module")
+async def tenant(runtime: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    root = tmp_path_factory.mktemp("pointer-docs")
+    for rel, text in PAGES.items():
+        write(root, rel, text)
+    summary = await index_files(runtime, "pointer-docs", root, public=True)
+    assert summary.failed == 0 and summary.added == len(PAGES), summary.errors
+    return "pointer-docs"
+
+
+async def answer(http: httpx.AsyncClient, key: str, question: str) -> dict[str, Any]:
+    resp = await http.post(
+        "/v1/answer", json={"query": question, "stream": False}, headers=auth(key)
+    )
+    assert resp.status_code == 200, resp.text
+    body: dict[str, Any] = resp.json()
+    assert body["abstained"] is False, body
+    return body
+
+
+def cited_docs(body: dict[str, Any]) -> set[str]:
+    by_id = {s["id"]: s["doc_id"] for s in body["sources"]}
+    return {by_id[c] for c in body["citations"]}
+
+
+@pytest.mark.parametrize(
+    ("question", "page", "stub", "word"),
+    [
+        (
+            "How do I serve static files like images and CSS?",
+            "docs/tutorial/static-files.md",
+            "docs/reference/staticfiles.md",
+            "StaticFiles",
+        ),
+        (
+            "How do I change the OpenAPI URL?",
+            "docs/tutorial/metadata.md",
+            "docs/how-to/general.md",
+            "openapi_url",
+        ),
+    ],
+)
+async def test_the_page_a_stub_points_to_answers(
+    http: httpx.AsyncClient,
+    runtime: Any,
+    tenant: str,
+    question: str,
+    page: str,
+    stub: str,
+    word: str,
+) -> None:
+    key = await make_key(runtime, tenant, "uma", [])
+    body = await answer(http, key, question)
+    docs = [s["doc_id"] for s in body["sources"]]
+    assert docs[0] == page and stub not in docs, docs
+    assert page in cited_docs(body) and word in body["answer"]
+
+
+async def test_a_link_never_reaches_a_page_the_user_may_not_read(
+    http: httpx.AsyncClient, runtime: Any, tenant: str
+) -> None:
+    question = "How do I send an invoice to a customer?"
+    outsider = await make_key(runtime, tenant, "uma", [])
+    body = await answer(http, outsider, question)
+    docs = [s["doc_id"] for s in body["sources"]]
+    assert "docs/internal/billing-runbook.md" not in docs
+    assert docs[0] == "docs/reference/billing.md"  # the stub stays: its page was not found
+    assert "review limit" not in body["answer"]
+
+    finance = await make_key(runtime, tenant, "fay", ["finance"])
+    body = await answer(http, finance, question)
+    docs = [s["doc_id"] for s in body["sources"]]
+    assert docs[0] == "docs/internal/billing-runbook.md" and "docs/reference/billing.md" not in docs
