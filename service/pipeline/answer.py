@@ -15,13 +15,13 @@ import msgspec
 from service import telemetry
 from service.answerability import Decision, answer_confidence, decide, load_model, realign
 from service.config import Settings
-from service.errors import InvalidRequest, RaglineError, UpstreamError
+from service.errors import DeadlineExceeded, InvalidRequest, RaglineError, UpstreamError
 from service.generate.extractive import NO_ANSWER
 from service.generate.prompt import PROMPT_VERSION
 from service.generate.protocol import GenerationRecord, Passage, citations_in
 from service.generate.router import GeneratorRouter
 from service.identity import Principal
-from service.index.filters import FilterSpec
+from service.index.filters import AnyOf, FilterSpec
 from service.index.protocol import Hit
 from service.pipeline.abstain import abstention
 from service.pipeline.align import Aligner
@@ -31,7 +31,7 @@ from service.pipeline.generation import generate
 from service.pipeline.ground import Grounder
 from service.pipeline.language import COPIES, answer_sources
 from service.pipeline.operation import ANSWER
-from service.pipeline.pointers import follow_pointers
+from service.pipeline.pointers import MAX_GUESSES, follow_pointers, page_guesses
 from service.pipeline.retrieve import Retrieval
 from service.pipeline.trim import trim
 
@@ -136,6 +136,7 @@ class AnswerPipeline:
             top_k=COPIES * q.top_k,
             budget=budget,
         )
+        hits = await self._reach_pointed_pages(principal, q, hits, budget)
         t = self.settings.trim  # before numbering: S1…Sn are the passages the generator sees
         hits = trim(
             answer_sources(q.query, follow_pointers(hits), q.top_k),
@@ -159,6 +160,33 @@ class AnswerPipeline:
             context=q.context,
             answerability=decision,
         )
+
+    async def _reach_pointed_pages(
+        self, principal: Principal, q: Question, hits: list[Hit], budget: Budget
+    ) -> list[Hit]:
+        """`hits` and, when a source of the answer only points to a page the search did not
+        find, that page's passages: one more search, for the question, within the documents
+        its links may name, under the principal's filters (`service.pipeline.pointers`). Late,
+        the answer goes on without them."""
+        top = answer_sources(q.query, follow_pointers(hits), q.top_k)
+        guesses = list(dict.fromkeys(g for h in top for g in page_guesses(h, hits)))
+        if not guesses:
+            return hits
+        within = AnyOf("doc_id", tuple(guesses[: 2 * MAX_GUESSES]))
+        conditions = (*(q.filters.conditions if q.filters else ()), within)
+        try:
+            more = await self.retriever.retrieve(
+                principal,
+                f"{q.context}\n{q.query}" if q.context else q.query,
+                filters=FilterSpec(conditions=conditions),
+                top_k=q.top_k,
+                budget=budget,
+            )
+        except DeadlineExceeded:
+            budget.degrade("pointer_search_timeout")
+            return hits
+        seen = {h.id for h in hits}
+        return [*hits, *(h for h in more if h.id not in seen)]
 
     async def _decide(self, query: str, hits: Sequence[Hit], budget: Budget) -> Decision | None:
         """Does the evidence answer? The cheap model first; where it is unsure, token

@@ -7,13 +7,17 @@ customize the OpenAPI URL, read [Tutorial - Metadata and Docs URLs](../tutorial/
 They share the question's words with the page they point to and often rank above it, and an
 answer built from them quotes the pointer and cites the stub instead of the page that answers.
 
-So when a short passage (`POINTER_CHARS` of prose or fewer) links to a document that is among
-the answer's candidates, that document's best passage takes its place (moved up if it ranked
-lower) and the pointer leaves the candidates. A link is
-resolved without any lookup: a relative path against the passage's own document id, an absolute
-URL by the hits' public links or by its path (a site's URL path is its page's file path, as
-MkDocs and Sphinx build them). Nothing is fetched, so a target that is not a candidate (another
-tenant's page, one the user may not read, one the search did not find) changes nothing.
+So when a short passage (`POINTER_CHARS` of prose or fewer, code aside) links to a page on
+its own subject (the page's file name or the link's anchor shares a term with the passage's
+title or file name: `reference/staticfiles.md` → `tutorial/static-files/`) and that page is
+among the answer's candidates, the page's best passage takes its place (moved up if it ranked
+lower) and the pointer leaves the candidates. A link is resolved without any lookup: a
+relative path against the passage's own document id, an absolute URL by the hits' public links
+or by its path (a site's URL path is its page's file path, as MkDocs and Sphinx build them).
+When the page is not among the candidates, the answer asks the index once more, for the
+question within the documents the link may name (`page_guesses`), under the same tenant,
+permission and metadata filters as the first search: a page of another tenant, or one the
+user may not read, is never found, and the pointer then stays.
 """
 
 from __future__ import annotations
@@ -25,13 +29,16 @@ from urllib.parse import urlsplit
 import regex
 
 from service.index.protocol import Hit
-from service.text.markdown import said
+from service.text.markdown import blocks, said
+from service.text.terms import match_terms
 
 POINTER_CHARS = 320
-"""Longest prose (links as their text) of a passage that counts as a pointer: a stub's two
-sentences, not a section that mentions another page in passing."""
+"""Longest prose (`prose_chars`) of a passage that counts as a pointer: a stub's sentence or
+two and its "read more" link, not a section that explains."""
 
 _TARGET = regex.compile(r"(?<!!)\[[^\]\n]*\]\(\s*<?([^()\s<>]+)>?(?:\s+\"[^\"\n]*\")?\s*\)")
+_SEPARATORS = regex.compile(r"[-_./\s]+")
+_GENERIC = frozenset({"index", "readm", "readme", "doc", "docs", "page", "md", "html"})
 _PAGE_SUFFIXES = (".md", ".markdown", ".mdx", ".rst", ".html", ".htm", ".txt", ".ipynb")
 
 
@@ -53,13 +60,46 @@ def _no_fragment(url: str) -> str:
     return url.split("#", 1)[0].split("?", 1)[0]
 
 
+def prose_chars(text: str) -> int:
+    """Characters of a passage's prose: links as their text, code blocks left out (a
+    reference stub's import line explains nothing)."""
+    return sum(len(said(block)) for kind, block in blocks(text) if kind != "code")
+
+
+def _name_terms(name: str) -> frozenset[str]:
+    """Terms of a file or anchor name, its parts apart and run together (`static-files`:
+    static, file, staticfil), so `reference/staticfiles.md` and `tutorial/static-files` meet."""
+    spaced = _SEPARATORS.sub(" ", name)
+    return match_terms(spaced) | match_terms(spaced.replace(" ", ""))
+
+
+def subject_terms(hit: Hit) -> frozenset[str]:
+    """What a passage is about: its title (with its section's headings) and its file's name."""
+    stem = posixpath.splitext(posixpath.basename(hit.doc_id))[0]
+    return (match_terms(hit.title) | _name_terms(stem)) - _GENERIC
+
+
+def link_terms(target: str) -> frozenset[str]:
+    """What a link's target is named: its page's file name and its anchor."""
+    parts = urlsplit(target)
+    name = posixpath.basename(page_key(parts.path))
+    return (_name_terms(name) | _name_terms(parts.fragment)) - _GENERIC
+
+
 def link_targets(hit: Hit) -> list[str]:
-    """The Markdown link targets of a passage (images left out), in order."""
-    return [m.group(1) for m in _TARGET.finditer(hit.text)]
+    """The targets of a pointer passage's links to pages on its own subject (a link whose
+    page or anchor name shares a term with the passage's title or file name), in order;
+    empty for any other passage. A section that links to another subject in passing ("to
+    host a frontend, read about it in [Frontend](…)") points nowhere."""
+    if prose_chars(hit.text) > POINTER_CHARS:
+        return []
+    subject = subject_terms(hit)
+    targets = [m.group(1) for m in _TARGET.finditer(hit.text)]
+    return [t for t in targets if not t.startswith(("mailto:", "#")) and subject & link_terms(t)]
 
 
 def is_pointer(hit: Hit) -> bool:
-    return len(said(hit.text).strip()) <= POINTER_CHARS and bool(link_targets(hit))
+    return bool(link_targets(hit))
 
 
 def _resolve(target: str, hit: Hit, hits: Sequence[Hit]) -> Hit | None:
@@ -88,6 +128,45 @@ def _resolve(target: str, hit: Hit, hits: Sequence[Hit]) -> Hit | None:
         if doc == key or doc.endswith("/" + key):
             return h
     return None
+
+
+MAX_GUESSES = 12
+"""Most document ids a pointer's unfound page is looked for under (`page_guesses`)."""
+
+
+def page_guesses(hit: Hit, hits: Sequence[Hit]) -> list[str]:
+    """Document ids the page a pointer passage `hit` leads to may have, when it is not among
+    `hits`: a relative link's resolved path; an absolute URL's path under each folder above
+    the passage's own file (a site's pages sit under a folder of the repository: `en/docs/`),
+    as a file of the passage's own type or its folder's index. Empty for a passage that is
+    not a pointer or whose page is among `hits`."""
+    if not is_pointer(hit):
+        return []
+    out: list[str] = []
+    for target in link_targets(hit):
+        if target.startswith(("mailto:", "#")) or _resolve(target, hit, hits) is not None:
+            continue
+        parts = urlsplit(target)
+        ext = posixpath.splitext(hit.doc_id)[1] or ".md"
+        if parts.scheme in ("http", "https"):
+            key = page_key(parts.path)
+            folders = posixpath.dirname(hit.doc_id).split("/") if "/" in hit.doc_id else []
+            prefixes = ["/".join(folders[:n]) for n in range(len(folders), -1, -1)]
+            paths = [posixpath.join(p, key) for p in prefixes] if key else []
+        elif parts.scheme or parts.netloc or not _no_fragment(target):
+            continue
+        else:
+            path = posixpath.join(posixpath.dirname(hit.doc_id), _no_fragment(target))
+            path = posixpath.normpath(path)
+            if path.startswith(".."):
+                continue
+            if posixpath.splitext(path)[1]:
+                out.append(path)
+                continue
+            paths = [path]
+        for p in paths:
+            out += [p + ext, posixpath.join(p, "index" + ext)]
+    return list(dict.fromkeys(g for g in out if g != hit.doc_id))[:MAX_GUESSES]
 
 
 def follow_pointers(hits: Sequence[Hit]) -> list[Hit]:

@@ -3,13 +3,26 @@ is among the candidates; nothing else moves."""
 
 from __future__ import annotations
 
+from service.config import load_settings
+from service.generate.router import GeneratorRouter
+from service.identity import Principal
+from service.index.filters import AnyOf, FilterSpec, Match
 from service.index.protocol import Hit
+from service.pipeline.answer import AnswerPipeline, Question
+from service.pipeline.budget import Budget
 from service.pipeline.pointers import POINTER_CHARS, follow_pointers, page_key
+from tests.cache_helpers import CountingGenerator
 
 
-def hit(doc_id: str, text: str, ix: int = 0, uri: str = "") -> Hit:
+def hit(doc_id: str, text: str, ix: int = 0, uri: str = "", title: str = "") -> Hit:
     return Hit(
-        id=f"{doc_id}#{ix}", doc_id=doc_id, chunk_ix=ix, score=1.0, text=text, source_uri=uri
+        id=f"{doc_id}#{ix}",
+        doc_id=doc_id,
+        chunk_ix=ix,
+        score=1.0,
+        text=text,
+        source_uri=uri,
+        title=title,
     )
 
 
@@ -50,7 +63,7 @@ def test_an_absolute_link_finds_its_page_by_path_and_the_stub_leaves() -> None:
 def test_a_relative_link_resolves_against_the_passage_s_own_path() -> None:
     recipe = "To change the OpenAPI URL, read [Metadata](../tutorial/metadata.md#openapi-url)."
     hits = [
-        hit("hi/docs/how-to/general.md", recipe),
+        hit("hi/docs/how-to/general.md", recipe, title="General - Recipes › OpenAPI Custom URL"),
         hit("hi/docs/advanced/settings.md", "Settings from the environment."),
         hit("en/docs/tutorial/metadata.md", "The English copy."),  # not where the link leads
         hit("hi/docs/tutorial/metadata.md", "You can configure it with `openapi_url`."),
@@ -65,7 +78,9 @@ def test_a_relative_link_resolves_against_the_passage_s_own_path() -> None:
 
 def test_a_link_equal_to_a_hit_s_public_link_finds_it() -> None:
     page = hit("pages/0042", PAGE, uri="https://docs.example.com/files?v=2")
-    stub = hit("pages/0007", "See [the files page](https://docs.example.com/files#mount).")
+    stub = hit(
+        "pages/0007", "See [the files page](https://docs.example.com/files#mount).", title="Files"
+    )
     assert ids(follow_pointers([stub, page])) == ["pages/0042#0"]
 
 
@@ -96,12 +111,84 @@ def test_long_passages_images_mail_and_self_links_are_not_pointers() -> None:
     assert ids(follow_pointers(hits)) == ids(hits)
 
 
+def test_a_link_to_another_subject_in_passing_points_nowhere() -> None:
+    """A short section of the page that answers may link elsewhere ("to host a frontend, read
+    about it in [Frontend]"): it keeps its place."""
+    page = hit(
+        "docs/tutorial/static-files.md",
+        PAGE + " To host a frontend, read about it in [Frontend](frontend.md).",
+        title="Static Files",
+    )
+    other = hit("docs/tutorial/frontend.md", "Serve a frontend with `app.frontend()`.")
+    assert ids(follow_pointers([page, other])) == [page.id, other.id]
+
+
 def test_chains_and_cycles_end() -> None:
-    a = hit("docs/a.md", "See [b](b.md).")
-    b = hit("docs/b.md", "See [c](c.md).")
-    c = hit("docs/c.md", "The page that answers.")
+    a = hit("docs/a/uploads.md", "See [uploads](../b/uploads.md).")
+    b = hit("docs/b/uploads.md", "See [uploads](../c/uploads.md).")
+    c = hit("docs/c/uploads.md", "The page that answers.")
     assert ids(follow_pointers([a, b, c])) == [c.id]
-    x = hit("docs/x.md", "See [y](y.md).")
-    y = hit("docs/y.md", "See [x](x.md).")
+    x = hit("docs/x/files.md", "See [files](../y/files.md).")
+    y = hit("docs/y/files.md", "See [files](../x/files.md).")
     out = follow_pointers([x, y])
     assert len(out) == 1 and out[0].id in {x.id, y.id}
+
+
+class FilteredRetrieval:
+    """Ranked hits, of which a search with a `doc_id` condition returns only those documents;
+    records each search's filter."""
+
+    def __init__(self, hits: list[Hit]) -> None:
+        self.hits = hits
+        self.filters: list[FilterSpec | None] = []
+
+    async def retrieve(
+        self,
+        principal: Principal,
+        query: str,
+        *,
+        filters: FilterSpec | None,
+        top_k: int,
+        budget: Budget,
+    ) -> list[Hit]:
+        self.filters.append(filters)
+        docs = [c for c in (filters.conditions if filters else ()) if isinstance(c, AnyOf)]
+        if docs:
+            return [h for h in self.hits if h.doc_id in docs[0].values][:top_k]
+        return [h for h in self.hits if h.doc_id != "en/docs/tutorial/static-files.md"][:top_k]
+
+
+async def test_a_page_the_search_did_not_find_is_asked_for_within_the_user_s_filters() -> None:
+    page = hit("en/docs/tutorial/static-files.md", PAGE)
+    stub = hit("en/docs/reference/staticfiles.md", STUB)
+    other = hit("en/docs/how-to/assets.md", "Mount a `StaticFiles()` instance. " * 3)
+    retrieval = FilteredRetrieval([stub, other, page])
+    pipeline = AnswerPipeline(
+        retrieval, GeneratorRouter.of(CountingGenerator()), load_settings(environ={})
+    )
+    team = FilterSpec(conditions=(Match("team", "web"),))
+    q = Question(
+        query="How do I serve static files?",
+        filters=team,
+        top_k=2,
+        max_tokens=64,
+        request_id="r",
+    )
+    prepared = await pipeline.prepare(Principal(tenant_id="t", user_id="u", groups=()), q)
+    assert [s.doc_id for s in prepared.sources] == [page.doc_id, other.doc_id]
+    first, second = retrieval.filters
+    assert first == team and second is not None and second.conditions[0] == team.conditions[0]
+    guesses = second.conditions[1]
+    assert isinstance(guesses, AnyOf) and guesses.field == "doc_id"
+    assert "en/docs/tutorial/static-files.md" in guesses.values
+    assert all(g.endswith(".md") for g in map(str, guesses.values))
+
+
+async def test_no_second_search_without_a_pointer() -> None:
+    retrieval = FilteredRetrieval([hit("en/docs/a.md", PAGE), hit("en/docs/b.md", "More.")])
+    pipeline = AnswerPipeline(
+        retrieval, GeneratorRouter.of(CountingGenerator()), load_settings(environ={})
+    )
+    q = Question(query="static files?", filters=None, top_k=2, max_tokens=64, request_id="r")
+    await pipeline.prepare(Principal(tenant_id="t", user_id="u", groups=()), q)
+    assert retrieval.filters == [None]
