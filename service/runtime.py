@@ -290,11 +290,11 @@ class Runtime:
             for text in texts:
                 await self.batcher.embed(text, exact=exact)
             await asyncio.gather(*(self.batcher.embed(t, exact=exact) for t in texts))
-        self.batcher.choice.forget()  # the warm-up's first calls of each shape cost more
         principal = Principal(tenant_id=WARM_UP_TENANT, user_id="warm-up")
         await Retriever(self.batcher, self.index, self.settings).retrieve(
             principal, texts[-1], filters=None, top_k=5, budget=Budget(10_000)
         )
+        self.batcher.choice.forget()  # the warm-up's first calls of each shape cost more
         passage = Passage(id="S1", title="Warm-up", text=". ".join(texts) + ".")
         if self.pipeline.aligner is not None:
             await self.pipeline.aligner.warm_up(texts[-1], " ".join(texts * 3))

@@ -33,6 +33,7 @@ kept next to the exports so later starts read it instead of timing again.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import platform
@@ -256,8 +257,9 @@ TIMING_TEXTS: tuple[str, ...] = (
 )
 
 
+@functools.cache
 def _cpu_info() -> tuple[str, str]:
-    """The CPU's model name and instruction-set flags, from /proc/cpuinfo."""
+    """The CPU's model name and instruction-set flags, from /proc/cpuinfo (read once)."""
     model, flags = platform.processor(), ""
     try:
         for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
