@@ -136,10 +136,9 @@ class AnswerPipeline:
             top_k=COPIES * q.top_k,
             budget=budget,
         )
-        hits = await self._reach_pointed_pages(principal, q, hits, budget)
         t = self.settings.trim  # before numbering: S1…Sn are the passages the generator sees
         hits = trim(
-            answer_sources(q.query, follow_pointers(hits), q.top_k),
+            await self._sources(principal, q, hits, budget),
             budget_tokens=t.context_tokens,
             duplicate_threshold=t.duplicate_threshold,
             merge=t.merge_neighbours,
@@ -161,17 +160,19 @@ class AnswerPipeline:
             answerability=decision,
         )
 
-    async def _reach_pointed_pages(
+    async def _sources(
         self, principal: Principal, q: Question, hits: list[Hit], budget: Budget
     ) -> list[Hit]:
-        """`hits` and, when a source of the answer only points to a page the search did not
-        find, that page's passages: one more search, for the question, within the documents
-        its links may name, under the principal's filters (`service.pipeline.pointers`). Late,
-        the answer goes on without them."""
+        """The answer's `q.top_k` sources from the ranked `hits` (`answer_sources`), each
+        passage that only points to another page replaced by that page
+        (`service.pipeline.pointers`); a page the search did not find is asked for once more,
+        for the question, within the documents its links may name and under the principal's
+        own filters. Late or failing, the answer goes on without it (`done.degraded`:
+        `pointer_search_timeout`, `pointer_search_unavailable`)."""
         top = answer_sources(q.query, follow_pointers(hits), q.top_k)
         guesses = list(dict.fromkeys(g for h in top for g in page_guesses(h, hits)))
         if not guesses:
-            return hits
+            return top
         within = AnyOf("doc_id", tuple(guesses[: 2 * MAX_GUESSES]))
         conditions = (*(q.filters.conditions if q.filters else ()), within)
         try:
@@ -184,9 +185,13 @@ class AnswerPipeline:
             )
         except DeadlineExceeded:
             budget.degrade("pointer_search_timeout")
-            return hits
+            return top
+        except UpstreamError:
+            budget.degrade("pointer_search_unavailable")
+            return top
         seen = {h.id for h in hits}
-        return [*hits, *(h for h in more if h.id not in seen)]
+        hits = [*hits, *(h for h in more if h.id not in seen)]
+        return answer_sources(q.query, follow_pointers(hits), q.top_k)
 
     async def _decide(self, query: str, hits: Sequence[Hit], budget: Budget) -> Decision | None:
         """Does the evidence answer? The cheap model first; where it is unsure, token

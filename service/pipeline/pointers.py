@@ -91,21 +91,15 @@ def link_targets(hit: Hit) -> list[str]:
     page or anchor name shares a term with the passage's title or file name), in order;
     empty for any other passage. A section that links to another subject in passing ("to
     host a frontend, read about it in [Frontend](…)") points nowhere."""
-    if prose_chars(hit.text) > POINTER_CHARS:
+    if "](" not in hit.text or prose_chars(hit.text) > POINTER_CHARS:
         return []
     subject = subject_terms(hit)
     targets = [m.group(1) for m in _TARGET.finditer(hit.text)]
     return [t for t in targets if not t.startswith(("mailto:", "#")) and subject & link_terms(t)]
 
 
-def is_pointer(hit: Hit) -> bool:
-    return bool(link_targets(hit))
-
-
 def _resolve(target: str, hit: Hit, hits: Sequence[Hit]) -> Hit | None:
     """The best-ranked of `hits` from the document `target` (a link of `hit`) leads to."""
-    if target.startswith(("mailto:", "#")):
-        return None
     parts = urlsplit(target)
     others = [h for h in hits if h.doc_id != hit.doc_id]
     if parts.scheme in ("http", "https"):
@@ -140,11 +134,9 @@ def page_guesses(hit: Hit, hits: Sequence[Hit]) -> list[str]:
     the passage's own file (a site's pages sit under a folder of the repository: `en/docs/`),
     as a file of the passage's own type or its folder's index. Empty for a passage that is
     not a pointer or whose page is among `hits`."""
-    if not is_pointer(hit):
-        return []
     out: list[str] = []
     for target in link_targets(hit):
-        if target.startswith(("mailto:", "#")) or _resolve(target, hit, hits) is not None:
+        if _resolve(target, hit, hits) is not None:
             continue
         parts = urlsplit(target)
         ext = posixpath.splitext(hit.doc_id)[1] or ".md"
@@ -177,10 +169,8 @@ def follow_pointers(hits: Sequence[Hit]) -> list[Hit]:
     i = 0
     while i < len(out):
         hit = out[i]
-        found = (
-            next((f for t in link_targets(hit) if (f := _resolve(t, hit, out)) is not None), None)
-            if is_pointer(hit)
-            else None
+        found = next(
+            (f for t in link_targets(hit) if (f := _resolve(t, hit, out)) is not None), None
         )
         if found is None:
             i += 1

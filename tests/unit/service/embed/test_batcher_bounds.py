@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 import time
 from collections.abc import Sequence
@@ -267,7 +268,7 @@ def test_a_steady_host_is_probed_less_and_less_and_a_change_resets_it() -> None:
 
     steady = run(200, 3.0, 9.0)
     starts = [i for i in range(1, len(steady)) if steady[i - 1] and not steady[i]]
-    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
     # after the narrow side's first timing: 8 lone queries, then 16, then 32 apart
     assert gaps[0] > 8 and gaps[1] == 16 and set(gaps[2:]) == {32}
     assert steady.count(False) < 2 * 200 // 8
@@ -276,4 +277,5 @@ def test_a_steady_host_is_probed_less_and_less_and_a_change_resets_it() -> None:
     assert first <= 32 and changed[first : first + 10] == [False] * 10
     # narrow stays, and the wide side is probed 8 lone queries after the switch, not 32
     starts = [i for i in range(1, len(changed)) if not changed[i - 1] and changed[i]]
-    assert starts[0] - first <= 12 and [b - a for a, b in zip(starts, starts[1:])][:2] == [16, 32]
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    assert starts[0] - first <= 12 and gaps[:2] == [16, 32]

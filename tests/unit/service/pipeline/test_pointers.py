@@ -1,9 +1,13 @@
 """A short passage that only points to another page gives its place to that page, when the page
-is among the candidates; nothing else moves."""
+is among the candidates (nothing else moves) or a second search within the user's own filters
+finds it; late or failing, that search leaves the answer as it was."""
 
 from __future__ import annotations
 
+import pytest
+
 from service.config import load_settings
+from service.errors import DeadlineExceeded, UpstreamError
 from service.generate.router import GeneratorRouter
 from service.identity import Principal
 from service.index.filters import AnyOf, FilterSpec, Match
@@ -138,8 +142,9 @@ class FilteredRetrieval:
     """Ranked hits, of which a search with a `doc_id` condition returns only those documents;
     records each search's filter."""
 
-    def __init__(self, hits: list[Hit]) -> None:
+    def __init__(self, hits: list[Hit], fails: Exception | None = None) -> None:
         self.hits = hits
+        self.fails = fails  # what the second search raises
         self.filters: list[FilterSpec | None] = []
 
     async def retrieve(
@@ -153,6 +158,8 @@ class FilteredRetrieval:
     ) -> list[Hit]:
         self.filters.append(filters)
         docs = [c for c in (filters.conditions if filters else ()) if isinstance(c, AnyOf)]
+        if docs and self.fails is not None:
+            raise self.fails
         if docs:
             return [h for h in self.hits if h.doc_id in docs[0].values][:top_k]
         return [h for h in self.hits if h.doc_id != "en/docs/tutorial/static-files.md"][:top_k]
@@ -192,3 +199,25 @@ async def test_no_second_search_without_a_pointer() -> None:
     q = Question(query="static files?", filters=None, top_k=2, max_tokens=64, request_id="r")
     await pipeline.prepare(Principal(tenant_id="t", user_id="u", groups=()), q)
     assert retrieval.filters == [None]
+
+
+@pytest.mark.parametrize(
+    ("error", "degraded"),
+    [
+        (DeadlineExceeded("vector search missed its deadline"), "pointer_search_timeout"),
+        (UpstreamError("vector search failed"), "pointer_search_unavailable"),
+    ],
+)
+async def test_a_late_or_failing_second_search_leaves_the_answer_as_it_was(
+    error: Exception, degraded: str
+) -> None:
+    stub = hit("en/docs/reference/staticfiles.md", STUB)
+    other = hit("en/docs/how-to/assets.md", "Mount a `StaticFiles()` instance. " * 3)
+    retrieval = FilteredRetrieval([stub, other], fails=error)
+    pipeline = AnswerPipeline(
+        retrieval, GeneratorRouter.of(CountingGenerator()), load_settings(environ={})
+    )
+    q = Question(query="static files?", filters=None, top_k=2, max_tokens=64, request_id="r")
+    prepared = await pipeline.prepare(Principal(tenant_id="t", user_id="u", groups=()), q)
+    assert [s.doc_id for s in prepared.sources] == [stub.doc_id, other.doc_id]
+    assert prepared.budget.degraded == [degraded]
