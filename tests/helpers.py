@@ -49,6 +49,17 @@ def auth(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
+async def answered(client: httpx.AsyncClient, key: str, question: str) -> dict[str, Any]:
+    """A whole answer (`stream: false`) over HTTP, which must not be an abstention."""
+    resp = await client.post(
+        "/v1/answer", json={"query": question, "stream": False}, headers=auth(key)
+    )
+    assert resp.status_code == 200, resp.text
+    body: dict[str, Any] = resp.json()
+    assert body["abstained"] is False, body
+    return body
+
+
 async def make_key(
     runtime: Any,
     tenant: str,

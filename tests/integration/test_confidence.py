@@ -16,7 +16,7 @@ import pytest
 from evals.answers import evidence_overlap
 from evals.confidence_fit import EVIDENCE_RIGHT
 from service.answerability import load_model
-from tests.helpers import auth, index_files, make_key
+from tests.helpers import answered, index_files, make_key
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
@@ -38,16 +38,6 @@ async def sample_key(runtime: Any, sample_dir: Path) -> str:
     return await make_key(runtime, "confidence-docs", "uma", [])
 
 
-async def _ask(http: httpx.AsyncClient, key: str, question: str) -> dict[str, Any]:
-    resp = await http.post(
-        "/v1/answer", json={"query": question, "stream": False}, headers=auth(key)
-    )
-    assert resp.status_code == 200, resp.text
-    body: dict[str, Any] = resp.json()
-    assert body["abstained"] is False, body
-    return body
-
-
 def _average_answer() -> float:
     """The confidence of an answer with every feature at its dev mean."""
     model = load_model().confidence
@@ -59,7 +49,7 @@ async def test_docs_answer_holding_the_gold_evidence_is_confident(
     http: httpx.AsyncClient, sample_key: str
 ) -> None:
     gold = _docs_question("en-cors")
-    body = await _ask(http, sample_key, gold["question"])
+    body = await answered(http, sample_key, gold["question"])
     recall, _ = evidence_overlap(body["answer"], gold["evidence"])
     assert recall >= EVIDENCE_RIGHT, body  # the premise: right for a docs reader
     # above the model's average answer (refitted with the Hindi questions' evidence, docs
@@ -70,6 +60,6 @@ async def test_docs_answer_holding_the_gold_evidence_is_confident(
 async def test_short_cors_question_is_not_rated_below_the_average_answer(
     http: httpx.AsyncClient, sample_key: str
 ) -> None:
-    body = await _ask(http, sample_key, "How do I enable CORS?")
+    body = await answered(http, sample_key, "How do I enable CORS?")
     assert "CORSMiddleware" in body["answer"]
     assert body["confidence"] >= _average_answer(), body

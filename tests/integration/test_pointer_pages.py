@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.helpers import auth, index_files, make_key, write
+from tests.helpers import answered, index_files, make_key, write
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
@@ -70,16 +70,6 @@ async def tenant(runtime: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
     return "pointer-docs"
 
 
-async def answer(http: httpx.AsyncClient, key: str, question: str) -> dict[str, Any]:
-    resp = await http.post(
-        "/v1/answer", json={"query": question, "stream": False}, headers=auth(key)
-    )
-    assert resp.status_code == 200, resp.text
-    body: dict[str, Any] = resp.json()
-    assert body["abstained"] is False, body
-    return body
-
-
 def cited_docs(body: dict[str, Any]) -> set[str]:
     by_id = {s["id"]: s["doc_id"] for s in body["sources"]}
     return {by_id[c] for c in body["citations"]}
@@ -112,7 +102,7 @@ async def test_the_page_a_stub_points_to_answers(
     word: str,
 ) -> None:
     key = await make_key(runtime, tenant, "uma", [])
-    body = await answer(http, key, question)
+    body = await answered(http, key, question)
     docs = [s["doc_id"] for s in body["sources"]]
     assert docs[0] == page and stub not in docs, docs
     assert page in cited_docs(body) and word in body["answer"]
@@ -123,13 +113,13 @@ async def test_a_link_never_reaches_a_page_the_user_may_not_read(
 ) -> None:
     question = "How do I send an invoice to a customer?"
     outsider = await make_key(runtime, tenant, "uma", [])
-    body = await answer(http, outsider, question)
+    body = await answered(http, outsider, question)
     docs = [s["doc_id"] for s in body["sources"]]
     assert "docs/internal/billing-runbook.md" not in docs
     assert docs[0] == "docs/reference/billing.md"  # the stub stays: its page was not found
     assert "review limit" not in body["answer"]
 
     finance = await make_key(runtime, tenant, "fay", ["finance"])
-    body = await answer(http, finance, question)
+    body = await answered(http, finance, question)
     docs = [s["doc_id"] for s in body["sources"]]
     assert docs[0] == "docs/internal/billing-runbook.md" and "docs/reference/billing.md" not in docs
