@@ -17,7 +17,7 @@ from service.answerability import model_version as answerability_version
 from service.config import Settings
 from service.index.filters import FilterSpec
 
-PIPELINE_VERSION = "4"  # 4: a pointer passage yields to its page; 3: pronouns are not terms
+PIPELINE_VERSION = "5"  # 5: Indic asking words are not BM25 terms; 4: pointer passages
 """Bump when retrieval or answer code changes what it returns for the same inputs."""
 
 

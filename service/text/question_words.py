@@ -65,3 +65,14 @@ def asks(word: str) -> bool:
     """A case-folded word that says what is asked, not what about (in any of its Hindi
     spellings)."""
     return in_any_spelling(word, QUESTION_STOP)
+
+
+_INDIC_ASKING = (
+    HINDI_QUESTION_STOP | {hindi_spelling(w) for w in HINDI_QUESTION_STOP} | INDIC_QUESTION_STOP
+)
+
+
+def asks_in_indic(word: str) -> bool:
+    """Whether a (case-folded) word is one a Hindi or other Indic question asks with, in any
+    of its spellings: left out of a question's BM25 terms (`service.text.bm25.query_terms`)."""
+    return not word.isascii() and in_any_spelling(word, _INDIC_ASKING)

@@ -52,7 +52,8 @@ def test_english_questions_and_word_weights_are_unchanged() -> None:
     question = "How do I add a middleware to my application?"
     assert query_terms(question) == list(dict.fromkeys(bm25_terms(question)))
     # a Hindi question's Latin words match as they are; only its Devanagari ones add skeletons
-    assert query_terms("Middleware कैसे बनाएं?") == [*bm25_terms("Middleware कैसे बनाएं?")]
+    # ("बनाएं", "make", asks: not a term; service.text.question_words.asks_in_indic)
+    assert query_terms("Middleware कैसे बनाएं?") == bm25_terms("Middleware")
     assert query_terms("मिडलवेयर क्या है?")[-1] == "~mdlvr"
     page = "You can add a middleware to FastAPI applications, मिडलवेयर. " * 3
     weights = term_weights(page)
