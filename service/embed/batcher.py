@@ -60,8 +60,8 @@ class LoneChoice:
     quieter host) is seen: first after `probe_every` lone queries, then twice as many after
     each probe that changed nothing, up to `max_probe_every`, and again after `probe_every`
     once the choice changes. A probe's calls, and the first call back on the faster side,
-    are the slowest a lone query takes (a 2-core EPYC, 1 client: 4 in every 128 calls, past
-    the 97th percentile), so a steady host pays for them less and less. Wide is the default:
+    are among the slowest a lone query takes (4 in every 128 calls at the first interval), so
+    a steady host pays for them less and less. Wide is the default:
     narrow runs only while it has been clearly faster (`prefers_wide`).
 
     A call counts only when the lone call before it ran on the same side: a session's first

@@ -36,6 +36,9 @@ POINTER_CHARS = 320
 """Longest prose (`prose_chars`) of a passage that counts as a pointer: a stub's sentence or
 two and its "read more" link, not a section that explains."""
 
+MAX_TARGET_CHARS = 512
+"""Longest link target followed: a document's links become the ids a second search filters on."""
+
 _TARGET = regex.compile(r"(?<!!)\[[^\]\n]*\]\(\s*<?([^()\s<>]+)>?(?:\s+\"[^\"\n]*\")?\s*\)")
 _SEPARATORS = regex.compile(r"[-_./\s]+")
 _GENERIC = frozenset({"index", "readm", "readme", "doc", "docs", "page", "md", "html"})
@@ -95,7 +98,13 @@ def link_targets(hit: Hit) -> list[str]:
         return []
     subject = subject_terms(hit)
     targets = [m.group(1) for m in _TARGET.finditer(hit.text)]
-    return [t for t in targets if not t.startswith(("mailto:", "#")) and subject & link_terms(t)]
+    return [
+        t
+        for t in targets
+        if len(t) <= MAX_TARGET_CHARS
+        and not t.startswith(("mailto:", "#"))
+        and subject & link_terms(t)
+    ]
 
 
 def _resolve(target: str, hit: Hit, hits: Sequence[Hit]) -> Hit | None:

@@ -14,7 +14,7 @@ from service.index.filters import AnyOf, FilterSpec, Match
 from service.index.protocol import Hit
 from service.pipeline.answer import AnswerPipeline, Question
 from service.pipeline.budget import Budget
-from service.pipeline.pointers import POINTER_CHARS, follow_pointers, page_key
+from service.pipeline.pointers import POINTER_CHARS, follow_pointers, page_guesses, page_key
 from tests.cache_helpers import CountingGenerator
 
 
@@ -221,3 +221,21 @@ async def test_a_late_or_failing_second_search_leaves_the_answer_as_it_was(
     prepared = await pipeline.prepare(Principal(tenant_id="t", user_id="u", groups=()), q)
     assert [s.doc_id for s in prepared.sources] == [stub.doc_id, other.doc_id]
     assert prepared.budget.degraded == [degraded]
+
+
+def test_an_unfound_page_s_guesses_and_their_bound() -> None:
+    stub = hit("en/docs/reference/staticfiles.md", STUB)
+    assert page_guesses(stub, [stub]) == [
+        "en/docs/reference/tutorial/static-files.md",
+        "en/docs/reference/tutorial/static-files/index.md",
+        "en/docs/tutorial/static-files.md",
+        "en/docs/tutorial/static-files/index.md",
+        "en/tutorial/static-files.md",
+        "en/tutorial/static-files/index.md",
+        "tutorial/static-files.md",
+        "tutorial/static-files/index.md",
+    ]
+    # a link's target becomes a filter's value: a huge one is not followed
+    huge = hit("docs/f/b.md", f"See [b](../{'x/' * 300}b.md).")
+    assert page_guesses(huge, [huge]) == []
+    assert page_guesses(hit("docs/f/b.md", "See [b](../x/b.md)."), []) == ["docs/x/b.md"]
