@@ -18,8 +18,8 @@ one client help it (on a 2-core AVX2 EPYC a claim took 12 vs 18 ms p50 on two th
 load calls overlap and take `embedder`. Whether it does is measured, not assumed
 (`LoneChoice`): more threads lose where the work is small beside their hand-offs, or where
 another process holds the other core, and that changes while the service runs, so each lone
-query takes the side that has lately been faster (wide unless narrow clearly is) and every
-`probe_every`-th lone query tries the other, to notice when that changes.
+query takes the side that has lately been faster (wide unless narrow clearly is) and now and
+then one tries the other, to notice when that changes.
 
 `exact` (and `exact_alone`), when given, embed the queries asked for with `exact=True`: the
 fp32 model, where `embedder` runs queries on a quantized copy. An answer asks so, since its
@@ -85,8 +85,6 @@ class LoneChoice:
         self.probe_every = probe_every
         self.max_probe_every = max(max_probe_every, probe_every)
         self.probe_calls = probe_calls
-        self._every = probe_every  # lone queries from one probe to the next
-        self._next_probe = probe_every
         self.min_samples = min_samples
         self._times: dict[bool, deque[float]] = {
             True: deque(maxlen=window),
@@ -97,6 +95,8 @@ class LoneChoice:
         self._probing = 0
         self._last: bool | None = None
         self._chose: bool | None = None
+        self._every = probe_every  # lone queries from one probe to the next
+        self._next_probe = probe_every
 
     def prefers_wide(self) -> bool:
         """Whether the wide session should run: unless the narrow one has lately been clearly
@@ -120,8 +120,7 @@ class LoneChoice:
         faster = self.prefers_wide()
         if faster != self._chose:
             self._chose = faster
-            self._every = self.probe_every
-            self._next_probe = self.picks + self._every
+            self._probe_soon()
             log.info(
                 "lone searches: %s session (ms per 100 characters: wide %.2f, narrow %.2f)",
                 "wide" if faster else "narrow",
@@ -156,6 +155,10 @@ class LoneChoice:
         self._last = None
         self._probing = 0
         self._chose = None
+        self._probe_soon()
+
+    def _probe_soon(self) -> None:
+        """The next probe `probe_every` lone queries from now, the interval back at its start."""
         self._every = self.probe_every
         self._next_probe = self.picks + self._every
 

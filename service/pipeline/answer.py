@@ -78,6 +78,11 @@ class Question(msgspec.Struct, kw_only=True, frozen=True):
     body_digest: str = ""
     """With `idempotency_key`: the digest of the request it binds the key to."""
 
+    @property
+    def search_text(self) -> str:
+        """What is searched for: the question, widened by a chat's earlier turns."""
+        return f"{self.context}\n{self.query}" if self.context else self.query
+
 
 class PreparedAnswer(msgspec.Struct, kw_only=True):
     """An answer retrieved, trimmed and numbered, ready for its generator."""
@@ -131,7 +136,7 @@ class AnswerPipeline:
         budget = Budget(self.settings.budget.ttft_ms)
         hits = await self.retriever.retrieve(
             principal,
-            f"{q.context}\n{q.query}" if q.context else q.query,
+            q.search_text,
             filters=q.filters,
             top_k=COPIES * q.top_k,
             budget=budget,
@@ -178,7 +183,7 @@ class AnswerPipeline:
         try:
             more = await self.retriever.retrieve(
                 principal,
-                f"{q.context}\n{q.query}" if q.context else q.query,
+                q.search_text,
                 filters=FilterSpec(conditions=conditions),
                 top_k=q.top_k,
                 budget=budget,

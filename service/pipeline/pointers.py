@@ -144,11 +144,11 @@ def page_guesses(hit: Hit, hits: Sequence[Hit]) -> list[str]:
     as a file of the passage's own type or its folder's index. Empty for a passage that is
     not a pointer or whose page is among `hits`."""
     out: list[str] = []
+    ext = posixpath.splitext(hit.doc_id)[1] or ".md"
     for target in link_targets(hit):
         if _resolve(target, hit, hits) is not None:
             continue
         parts = urlsplit(target)
-        ext = posixpath.splitext(hit.doc_id)[1] or ".md"
         if parts.scheme in ("http", "https"):
             key = page_key(parts.path)
             folders = posixpath.dirname(hit.doc_id).split("/") if "/" in hit.doc_id else []
