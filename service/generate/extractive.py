@@ -15,6 +15,7 @@ from service.answerability import content_keys, content_terms
 from service.generate.breaker import CircuitBreaker
 from service.generate.protocol import GenerationRecord, Passage, TokenStream
 from service.generate.select import select
+from service.text.instructions import asks_how
 from service.text.markdown import is_block
 
 NO_ANSWER = "The sources do not answer this question."
@@ -24,7 +25,9 @@ _PIECE = regex.compile(r"\S+\s*")
 def pick_sentences(question: str, passages: Sequence[Passage], limit: int) -> list[tuple[str, str]]:
     """(sentence, source id) pairs that answer the question, at most `limit` (see
     service.generate.select: IDF-weighted coverage, the trusted passage first, no padding)."""
-    return select(content_terms(question), passages, limit, content_keys(question))
+    return select(
+        content_terms(question), passages, limit, content_keys(question), how=asks_how(question)
+    )
 
 
 def render(picked: Sequence[tuple[str, str]]) -> str:

@@ -9,6 +9,12 @@ a small one early sentences. Selection is greedy: half of a sentence's score is 
 over the terms already covered; it stops as soon as the question is covered instead of padding
 to the limit. The constants were chosen on the dev halves (CLAPnq F1, XQuAD-en containment).
 
+A question that asks how (`service.text.instructions.asks_how`) is answered by a procedure:
+steps (imperatives, "you can … use …", lists of them; Hindi's polite imperatives) count more,
+and a step that follows a chosen unit in its passage carries the answer on, past the point
+where the question's terms are covered ("Import `CORSMiddleware`." names nothing the question
+asked, yet it is the answer).
+
 A chosen sentence that carries on from the one before it ("And then you can set cookies in that
 *temporary* response object.", "It was built in 1889.") is quoted with that one, just before it:
 alone it points at something the answer never says. A chosen sentence that ends in a colon
@@ -27,6 +33,7 @@ import regex
 
 from service.generate.protocol import Passage
 from service.index.protocol import NO_SCORE
+from service.text.instructions import is_step
 from service.text.markdown import is_block, said, units
 from service.text.terms import held_terms
 
@@ -48,6 +55,10 @@ SIM_FLOOR = 0.3
 """Cosines below this add nothing (an unrelated sentence still has a small positive one)."""
 SIM_ALONE = 0.6
 """A sentence sharing no question term is a candidate when its cosine is at least this."""
+STEP_PRIOR = 0.8
+"""Added to a step's score (`service.text.instructions.is_step`) when the question asks how;
+chosen on the docs bar's dev half (0, 0.15, 0.3, 0.5, 0.8, 1.2: evidence held rose to 0.8 and
+stayed); the English suites' answers do not change (their passages hold no steps)."""
 
 
 CARRIES_ON = regex.compile(
@@ -73,10 +84,11 @@ class Candidate(msgspec.Struct, kw_only=True):
     source: str
     terms: frozenset[str]
     sim: float | None = None
+    step: bool = False
 
 
 def candidates(
-    passages: Sequence[Passage], keys: Mapping[str, str] | None = None
+    passages: Sequence[Passage], keys: Mapping[str, str] | None = None, steps: bool = False
 ) -> list[Candidate]:
     """Every unit of the passages; `keys` (a Devanagari question term → its consonant skeleton
     term, `service.answerability.content_keys`) lets a unit that writes the word in Latin
@@ -95,6 +107,7 @@ def candidates(
                     source=p.id,
                     terms=held_terms(said(sent), keys),
                     sim=sim,
+                    step=steps and is_step(sent),
                 )
             )
     return out
@@ -112,11 +125,14 @@ def select(
     passages: Sequence[Passage],
     limit: int,
     keys: Mapping[str, str] | None = None,
+    how: bool = False,
 ) -> list[tuple[str, str]]:
-    """(sentence, source id) pairs that answer, in the order chosen, at most `limit`."""
+    """(sentence, source id) pairs that answer, in the order chosen, at most `limit`. `how`:
+    the question asks how to do something, so steps count more and the steps that follow a
+    chosen unit carry the answer on (a procedure is not covered by naming its tool)."""
     if not question_terms or limit <= 0:
         return []
-    cands = candidates(passages, keys)
+    cands = candidates(passages, keys, steps=how)
     weights = term_weights(question_terms, cands)
     total = sum(weights.values()) or 1.0
     covered: set[str] = set()
@@ -129,11 +145,12 @@ def select(
             if i in taken:
                 continue
             matched = c.terms & question_terms
-            if not matched and (c.sim is None or c.sim < SIM_ALONE):
+            follows = (c.rank, c.pos) in after
+            next_step = how and follows and c.step
+            if not matched and (c.sim is None or c.sim < SIM_ALONE) and not next_step:
                 continue
             gain = sum(weights[t] for t in matched - covered) / total
             full = sum(weights[t] for t in matched) / total
-            follows = (c.rank, c.pos) in after
             if chosen and gain < MIN_GAIN and not follows:
                 continue
             score = (
@@ -142,6 +159,7 @@ def select(
                 + PASSAGE_PRIOR / (1 + c.rank)
                 + POSITION_PRIOR / (1 + c.pos)
                 + SIM_WEIGHT * max((c.sim or 0.0) - SIM_FLOOR, 0.0)
+                + (STEP_PRIOR if how and c.step else 0.0)
             )
             if follows:
                 score += MIN_GAIN
@@ -154,9 +172,18 @@ def select(
         chosen.append(pick)
         covered |= pick.terms & question_terms
         after.add((pick.rank, pick.pos + 1))
-        if sum(weights[t] for t in covered) / total >= COVERED:
+        if sum(weights[t] for t in covered) / total >= COVERED and not (
+            how and _step_at(cands, taken, pick.rank, pick.pos + 1)
+        ):
             break
     return [(c.text, c.source) for c in with_context(chosen, cands)]
+
+
+def _step_at(cands: Sequence[Candidate], taken: set[int], rank: int, pos: int) -> bool:
+    """An untaken step at (rank, pos)."""
+    return any(
+        c.step and c.rank == rank and c.pos == pos and i not in taken for i, c in enumerate(cands)
+    )
 
 
 def introduces(sentence: str) -> bool:

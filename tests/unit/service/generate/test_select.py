@@ -183,11 +183,82 @@ def test_a_sentence_that_carries_on_comes_with_the_one_before_it() -> None:
         "And then you can set cookies in that temporary response object. "
         "And then you can return any object you need."
     )
-    picked = pick_sentences("How do I set a cookie?", [Passage(id="S1", title="", text=text)], 3)
+    picked = pick_sentences(
+        "Where are cookies set in a response?", [Passage(id="S1", title="", text=text)], 3
+    )
     assert picked == [
         ("You can declare a parameter of type Response in your path operation function.", "S1"),
         ("And then you can set cookies in that temporary response object.", "S1"),
     ]
+
+
+COOKIE_STEPS = (
+    "Cookies are small pieces of data. "
+    "You can declare a parameter of type Response in your path operation function. "
+    "And then you can set cookies in that temporary response object. "
+    "And then you can return any object you need. "
+    "The cookies are sent with the response."
+)
+
+
+def test_a_how_question_carries_on_with_the_steps_that_follow() -> None:
+    """The step after the covered answer is part of the procedure; the remark after it is not."""
+    picked = pick_sentences(
+        "How do I set a cookie?", [Passage(id="S1", title="", text=COOKIE_STEPS)], 4
+    )
+    assert [s for s, _ in picked] == [
+        "You can declare a parameter of type Response in your path operation function.",
+        "And then you can set cookies in that temporary response object.",
+        "And then you can return any object you need.",
+    ]
+
+
+def test_steps_of_the_procedure_beat_the_sentences_that_only_share_words() -> None:
+    """ "How do I enable CORS": the steps name no question word but "CORS" once; the sentences
+    about CORS that tell nothing to do lose to the procedure."""
+    page = Passage(
+        id="S1",
+        title="CORS",
+        text=(
+            "CORS is enabled per origin, and CORS requests carry an Origin header.\n\n"
+            "You can configure CORS in your application using the `CORSMiddleware`.\n\n"
+            "* Import `CORSMiddleware`.\n"
+            "* Create a list of allowed origins.\n"
+            "* Add it as a middleware to your application.\n\n"
+            "CORS preflight requests are OPTIONS requests with an Origin header."
+        ),
+    )
+    picked = [s for s, _ in pick_sentences("How do I enable CORS?", [page], 3)]
+    assert picked[:2] == [
+        "You can configure CORS in your application using the `CORSMiddleware`.",
+        "* Import `CORSMiddleware`.\n* Create a list of allowed origins.\n"
+        "* Add it as a middleware to your application.",
+    ]
+    assert not any("preflight" in s for s in picked)
+
+
+def test_a_hindi_how_question_takes_the_hindi_steps() -> None:
+    page = Passage(
+        id="S1",
+        title="Cookie",
+        text=(
+            "Cookie browser में रखी जाती हैं। "
+            "पहले `Cookie` import करें। "
+            "फिर cookie parameters को `Path` और `Query` जैसी ही structure से declare करें। "
+            "Browsers cookies को विशेष तरीकों से handle करते हैं।"
+        ),
+    )
+    picked = [s for s, _ in pick_sentences("Cookie कैसे पढ़ें?", [page], 3)]
+    assert picked == [
+        "पहले `Cookie` import करें।",
+        "फिर cookie parameters को `Path` और `Query` जैसी ही structure से declare करें।",
+    ]
+
+
+def test_the_same_passage_without_how_stops_when_covered() -> None:
+    """Steps count only for a question that asks how: "what is" is answered by a definition."""
+    picked = pick_sentences("What is a cookie?", [Passage(id="S1", title="", text=COOKIE_STEPS)], 3)
+    assert [s for s, _ in picked] == ["Cookies are small pieces of data."]
 
 
 def test_no_antecedent_from_a_block_another_passage_or_twice() -> None:

@@ -1,0 +1,126 @@
+"""Questions that ask how to do something, and the units that tell how: the steps.
+
+A "how do I …" question is answered by a procedure: the sentence that names the tool ("You can
+configure it using the `CORSMiddleware`.") and the steps that follow it ("Import
+`CORSMiddleware`.", a list of steps, "फिर cookie parameters … declare करें।"). The steps rarely
+repeat the question's words, so a selection by shared terms alone leaves them out; these tests let
+it recognise them.
+
+- `asks_how`: English "how" (not "how many/much/long/…"), Hindi "कैसे"/"किस तरह", Hinglish
+  "kaise", and the other Indic languages' "how" as questions write it.
+- `is_step`: an instruction. English: an imperative ("Import …", "Then, create …", "To …, use
+  …") or a second-person recipe ("You can/need to/should … use …"). Hindi: a sentence whose last
+  word is a polite imperative ("… import करें।", "… बनाएँ:", "… कीजिए।") or that ends in
+  "… कर सकते हैं" with "आप" (you can). A list whose first item is an instruction is a list of
+  steps. Other scripts: no test here (never a step), so their questions select as before.
+"""
+
+from __future__ import annotations
+
+import regex
+
+from service.text.markdown import is_block, said
+from service.text.memo import memo_text
+
+_HOW_EN = regex.compile(
+    r"\bhow\b(?!\s+(?:many|much|long|often|old|big|large|small|far|fast|come)\b)"
+    r"|\b(?:steps?|way)\s+to\b",
+    regex.IGNORECASE,
+)
+_HOW_INDIC = regex.compile(
+    r"(?<![\p{L}\p{M}])(?:कैसे|किस\s+तरह|किस\s+प्रकार|kaise|kaisey|kese|kis\s+tarah"
+    r"|কীভাবে|কিভাবে|ਕਿਵੇਂ|કેવી\s+રીતે|कसे|कसा|कशी|எப்படி|ఎలా|ಹೇಗೆ|എങ്ങനെ|କିପରି)(?![\p{L}\p{M}])",
+    regex.IGNORECASE,
+)
+
+
+def asks_how(question: str) -> bool:
+    """The question asks how to do something (any supported language)."""
+    return _HOW_EN.search(question) is not None or _HOW_INDIC.search(question) is not None
+
+
+STEP_VERBS = frozenset(
+    "add adjust annotate append apply assign attach build call change check choose click clone"
+    " combine configure connect convert copy create declare decorate define delete deploy"
+    " disable edit enable ensure execute expose extend fetch fill generate get give go import"
+    " include inherit initialize inject install instantiate keep launch list load make mark"
+    " modify mount move name open override pass place point provide put raise read register"
+    " remove rename render replace require restart return run save select send serve set"
+    " specify start stop store subclass switch tell try type update upgrade upload use validate"
+    " verify wrap write".split()
+)
+"""Base forms that open an English instruction (documentation's imperatives)."""
+
+_LEAD = regex.compile(
+    r"^(?:[\s*_>#-]|\d{1,3}[.)])*"  # list markers, emphasis, quotes
+    r"(?:(?:first|then|now|next|finally|afterwards|also|just|so|and|after that|lastly|"
+    r"second|third)\b,?\s*)*",
+    regex.IGNORECASE,
+)
+_CLAUSE = regex.compile(r"^[^,;:.!?]{1,100},\s*")
+"""A leading clause: "To do that, …", "In your app, …"."""
+_YOU = regex.compile(
+    r"^you\s+(?:can|could|need\s+to|have\s+to|should|must)\s+(?:also\s+|then\s+|just\s+)?",
+    regex.IGNORECASE,
+)
+_WORD = regex.compile(r"([A-Za-z]+)\b(?!')")
+
+_HI_VERB = regex.compile(
+    r"(?<![\p{L}\p{M}])([\p{L}\p{M}]+)[*_`\"'”]*"
+    r"(?=\s*(?:[।:：.!,;(]|$|(?:जैसे|ताकि|जिससे|क्योंकि|और|या|लेकिन|फिर)(?![\p{L}\p{M}])))"
+)
+"""A word that ends a clause (punctuation, the sentence's end, or a conjunction follows)."""
+_HI_IMPERATIVE = regex.compile(r"(?:ें|ाएँ|ाएं|एँ|एं|िए|िये|ियें)$")
+_HI_NOT_VERB = frozenset(
+    "में हमें उन्हें इन्हें जिन्हें तुम्हें किन्हें मुझे आपमें उनमें इनमें जिनमें किसमें सबमें"
+    " लिए लिये किए किये दिए दिये गए हुए हुये नए चाहिए".split()
+)
+"""Words ending like a polite imperative that are not one (postpositions, pronouns, particles)."""
+_HI_YOU_CAN = regex.compile(r"(?<![\p{L}\p{M}])आप(?![\p{L}\p{M}]).*\sसकते\s+हैं\W*$")
+
+
+def _opens_with_step(text: str) -> bool:
+    for opening in (_LEAD, _YOU):
+        m = opening.match(text)
+        if m is not None:
+            text = text[m.end() :]
+    m = _WORD.match(text)
+    return m is not None and m.group(1).lower() in STEP_VERBS
+
+
+def _english_step(text: str) -> bool:
+    if _opens_with_step(text):
+        return True
+    m = _CLAUSE.match(text)
+    return m is not None and _opens_with_step(text[m.end() :])
+
+
+def _hindi_step(text: str) -> bool:
+    for m in _HI_VERB.finditer(text):
+        word = m.group(1)
+        if word not in _HI_NOT_VERB and _HI_IMPERATIVE.search(word):
+            return True
+    return _HI_YOU_CAN.search(text) is not None
+
+
+def _first_item(unit: str) -> str:
+    for line in unit.splitlines():
+        if line.strip():
+            return line
+    return ""
+
+
+_DEVANAGARI = regex.compile(r"\p{Devanagari}")
+
+
+@memo_text
+def is_step(unit: str) -> bool:
+    """The unit tells the reader to do something: an instruction, or a list of them."""
+    if unit.lstrip().startswith(("```", "~~~", "|", "#")):
+        return False  # code and tables show a step; a heading names a section
+    text = said(_first_item(unit) if is_block(unit) else unit).strip()
+    if not text:
+        return False
+    if _DEVANAGARI.search(text):
+        return _hindi_step(text)
+    return _english_step(text)

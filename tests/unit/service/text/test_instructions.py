@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+import pytest
+
+from service.text.instructions import asks_how, is_step
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How do I enable CORS in my FastAPI app?",
+        "how can I run a task after returning a response",
+        "What are the steps to deploy with Docker?",
+        "मैं अपने FastAPI ऐप में CORS कैसे सक्षम करूं?",
+        "Static files किस तरह serve करें?",
+        "FastAPI app mein CORS kaise enable karein?",
+        "FastAPI-তে CORS কীভাবে চালু করব?",
+        "CORS ਕਿਵੇਂ ਚਾਲੂ ਕਰੀਏ?",
+        "CORS எப்படி இயக்குவது?",
+    ],
+)
+def test_how_questions(question: str) -> None:
+    assert asks_how(question)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How many items does a page return?",
+        "How much memory does it need?",
+        "What is a dependency with yield?",
+        "jsonable_encoder क्या करता है?",
+        "Proxy ke peeche root_path kyun chahiye?",
+        "Who wrote Hamlet?",
+        "Showhow is a word",
+    ],
+)
+def test_not_how_questions(question: str) -> None:
+    assert not asks_how(question)
+
+
+@pytest.mark.parametrize(
+    "unit",
+    [
+        "Import `CORSMiddleware`.",
+        "First, import `BackgroundTasks` and define a parameter in your path operation function.",
+        "Inside of your *path operation function*, pass your task function to the object.",
+        "To use `TestClient`, first install `httpx`.",
+        "You can configure it in your **FastAPI** application using the `CORSMiddleware`.",
+        "* Import `CORSMiddleware`.\n* Create a list of allowed origins.\n* Add a middleware.",
+        "1. Go to the project directory.\n2. Build your image:",
+        "`CORSMiddleware` import करें।",
+        "पहले `Cookie` import करें:",
+        "अपनी **FastAPI** application को इसमें pass करके एक `TestClient` बनाएँ।",
+        "`TestClient` object का उपयोग उसी तरह करें जैसे आप `httpx` के साथ करते हैं।",
+        "आप `CORSMiddleware` का उपयोग करके इसे अपनी application में configure कर सकते हैं।",
+        "* `CORSMiddleware` import करें।\n* allowed origins की एक list बनाएँ।",
+    ],
+)
+def test_steps(unit: str) -> None:
+    assert is_step(unit)
+
+
+@pytest.mark.parametrize(
+    "unit",
+    [
+        "## Use `CORSMiddleware` { #use-corsmiddleware }",
+        "```python\nimport fastapi\n```",
+        "| Import | Create |\n|---|---|",
+        "An origin is the combination of protocol, domain and port.",
+        "Let's say you have a frontend running in your browser.",
+        "It is imported directly into FastAPI so that you can import it from `fastapi`.",
+        "The tower was built in 1889.",
+        "* Credentials (Authorization headers, Cookies, etc).\n* Specific HTTP methods.",
+        "भले ही वे सभी `localhost` में हों, वे अलग-अलग protocols का उपयोग करते हैं।",
+        "ये `OPTIONS` request होते हैं जिनमें `Origin` header होता है।",
+        "यह code application के शुरू होने से पहले execute होगा।",
+        "Python में यह सब उन्हें।",
+        "",
+    ],
+)
+def test_not_steps(unit: str) -> None:
+    assert not is_step(unit)
