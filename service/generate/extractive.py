@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import regex
 
-from service.answerability import content_keys, content_terms
+from service.answerability import action_terms, content_keys, content_terms
 from service.generate.breaker import CircuitBreaker
 from service.generate.protocol import GenerationRecord, Passage, TokenStream
 from service.generate.select import select
@@ -25,9 +25,11 @@ _PIECE = regex.compile(r"\S+\s*")
 def pick_sentences(question: str, passages: Sequence[Passage], limit: int) -> list[tuple[str, str]]:
     """(sentence, source id) pairs that answer the question, at most `limit` (see
     service.generate.select: IDF-weighted coverage, the trusted passage first, no padding)."""
-    return select(
-        content_terms(question), passages, limit, content_keys(question), how=asks_how(question)
-    )
+    how = asks_how(question)
+    terms = content_terms(question)
+    if how:  # the action asked for is a term, as English keeps "create": "… token बनाएँ।"
+        terms |= action_terms(question)
+    return select(terms, passages, limit, content_keys(question), how=how)
 
 
 def render(picked: Sequence[tuple[str, str]]) -> str:

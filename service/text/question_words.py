@@ -32,6 +32,11 @@ HINDI_QUESTION_STOP = frozenset(
     " चालू बंद सक्षम इस्तेमाल उपयोग प्रयोग बदलें बदले सेट लौटाएं लौटाएँ भेजें प्राप्त पढ़ें"
     " जोड़ें लें लिखें चलाएं चलाएँ करना करने करते बनाना बनाने".split()
 )
+HINDI_ACTIONS = frozenset(
+    "चालू बंद सक्षम बदलें बदले सेट लौटाएं लौटाएँ भेजें प्राप्त पढ़ें जोड़ें लिखें चलाएं चलाएँ बनाएं बनाना बनाने".split()
+)
+"""The how-to verbs among them that name the action ("बनाएं": create), not just "do" or "use":
+a step that says the same verb ("… token बनाएँ।") is the step asked for."""
 # (Hindi pronouns in every form, "इसे", "उसका", are BM25 stop words: service.text.tokenize.)
 # The question words of the other Indic languages (what, how, why, where, when, who, which,
 # how many), as questions write them: like Hindi's, they say what is asked, not what about.
@@ -70,6 +75,14 @@ def asks(word: str) -> bool:
 _INDIC_ASKING = (
     HINDI_QUESTION_STOP | {hindi_spelling(w) for w in HINDI_QUESTION_STOP} | INDIC_QUESTION_STOP
 )
+
+
+_ACTIONS = HINDI_ACTIONS | {hindi_spelling(w) for w in HINDI_ACTIONS}
+
+
+def names_action(word: str) -> bool:
+    """A (case-folded) Hindi how-to verb that names the action (`HINDI_ACTIONS`)."""
+    return not word.isascii() and in_any_spelling(word, _ACTIONS)
 
 
 def asks_in_indic(word: str) -> bool:

@@ -248,11 +248,26 @@ def test_a_hindi_how_question_takes_the_hindi_steps() -> None:
             "Browsers cookies को विशेष तरीकों से handle करते हैं।"
         ),
     )
-    picked = [s for s, _ in pick_sentences("Cookie कैसे पढ़ें?", [page], 3)]
+    picked = [s for s, _ in pick_sentences("Cookie कैसे इस्तेमाल करें?", [page], 3)]
     assert picked == [
         "पहले `Cookie` import करें।",
         "फिर cookie parameters को `Path` और `Query` जैसी ही structure से declare करें।",
     ]
+
+
+def test_a_hindi_how_question_takes_the_step_that_names_its_action() -> None:
+    """ "JWT token कैसे बनाएं?" (how do I create one): the step that says "बनाएँ" (create) is the
+    answer, not the first passage's remark that only shares "JWT token"."""
+    passages = [
+        Passage(
+            id="S1",
+            title="JWT",
+            text="JWT tokens के साथ प्रयोग करने के लिए jwt.io देखें। JWT token signed होता है।",
+        ),
+        Passage(id="S2", title="JWT", text="एक नया JWT access token बनाएँ और उसे return करें।"),
+    ]
+    picked = pick_sentences("JWT token कैसे बनाएं?", passages, 3)
+    assert picked[0] == ("एक नया JWT access token बनाएँ और उसे return करें।", "S2")
 
 
 def test_the_same_passage_without_how_stops_when_covered() -> None:

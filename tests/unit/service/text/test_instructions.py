@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from service.answerability import action_terms, content_terms
 from service.text.instructions import asks_how, is_step
 
 pytestmark = pytest.mark.unit
@@ -83,3 +84,10 @@ def test_steps(unit: str) -> None:
 )
 def test_not_steps(unit: str) -> None:
     assert not is_step(unit)
+
+
+def test_action_terms_are_the_hindi_verbs_that_name_the_action() -> None:
+    assert action_terms("JWT token कैसे बनाएं?") == action_terms("token बनाएँ") != set()
+    assert not action_terms("JWT token कैसे बनाएं?") & content_terms("JWT token कैसे बनाएं?")
+    assert action_terms("CORS कैसे उपयोग करें?") == set()  # "use", "do": no action named
+    assert action_terms("How do I create a token?") == set()  # English keeps "create" anyway
