@@ -44,12 +44,13 @@ STEP_VERBS = frozenset(
     " combine configure connect convert copy create declare decorate define delete deploy"
     " disable edit enable ensure execute expose extend fetch fill generate get give go import"
     " include inherit initialize inject install instantiate keep launch list load make mark"
-    " modify mount move name open override pass place point provide put raise read register"
+    " modify mount move name open override pass place point provide put raise register"
     " remove rename render replace require restart return run save select send serve set"
     " specify start stop store subclass switch tell try type update upgrade upload use validate"
     " verify wrap write".split()
 )
-"""Base forms that open an English instruction (documentation's imperatives)."""
+"""Base forms that open an English instruction (documentation's imperatives); not "read",
+"see" or "learn": "You can read more in …" points elsewhere, it is not a step."""
 
 _LEAD = regex.compile(
     r"^(?:[\s*_>#-]|\d{1,3}[.)])*"  # list markers, emphasis, quotes
@@ -95,10 +96,21 @@ def _english_step(text: str) -> bool:
     return m is not None and _opens_with_step(text[m.end() :])
 
 
+_HI_SUBORDINATE = regex.compile(
+    r"(?<![\p{L}\p{M}])(?:कि|ताकि|जो|जिससे|जिसे|जिन्हें|यदि|अगर|जब|चाहे)(?![\p{L}\p{M}])"
+)
+"""Words that open a subordinate clause, whose "… करें" is a subjunctive ("ताकि वे काम करें":
+so that they work), not an instruction."""
+_HI_CLAUSE_START = regex.compile(r"[,;:।]")
+
+
 def _hindi_step(text: str) -> bool:
     for m in _HI_VERB.finditer(text):
         word = m.group(1)
-        if word not in _HI_NOT_VERB and _HI_IMPERATIVE.search(word):
+        if word in _HI_NOT_VERB or not _HI_IMPERATIVE.search(word):
+            continue
+        clause = _HI_CLAUSE_START.split(text[: m.start()])[-1]
+        if _HI_SUBORDINATE.search(clause) is None:
             return True
     return _HI_YOU_CAN.search(text) is not None
 

@@ -57,6 +57,7 @@ def test_not_how_questions(question: str) -> None:
         "अपनी **FastAPI** application को इसमें pass करके एक `TestClient` बनाएँ।",
         "`TestClient` object का उपयोग उसी तरह करें जैसे आप `httpx` के साथ करते हैं।",
         "आप `CORSMiddleware` का उपयोग करके इसे अपनी application में configure कर सकते हैं।",
+        "अगर आपको files चाहिए, तो `File` import करें।",
         "* `CORSMiddleware` import करें।\n* allowed origins की एक list बनाएँ।",
     ],
 )
@@ -79,6 +80,7 @@ def test_steps(unit: str) -> None:
         "ये `OPTIONS` request होते हैं जिनमें `Origin` header होता है।",
         "यह code application के शुरू होने से पहले execute होगा।",
         "Python में यह सब उन्हें।",
+        "FastAPI एक तरीका देता है, जो सुनिश्चित करता है कि handlers सही तरीके से काम करें।",
         "",
     ],
 )
@@ -91,3 +93,8 @@ def test_action_terms_are_the_hindi_verbs_that_name_the_action() -> None:
     assert not action_terms("JWT token कैसे बनाएं?") & content_terms("JWT token कैसे बनाएं?")
     assert action_terms("CORS कैसे उपयोग करें?") == set()  # "use", "do": no action named
     assert action_terms("How do I create a token?") == set()  # English keeps "create" anyway
+
+
+def test_a_pointer_to_more_reading_is_not_a_step() -> None:
+    assert not is_step("You can read more at [Pydantic: Configuration](https://pydantic.dev/).")
+    assert not is_step("You can see more details in [Starlette's docs](https://starlette.dev/).")
