@@ -40,7 +40,7 @@ def asks_how(question: str) -> bool:
 
 
 STEP_VERBS = frozenset(
-    "add adjust annotate append apply assign attach build call change check choose click clone"
+    "add adjust annotate append apply assign attach build call change choose click clone"
     " combine configure connect convert copy create declare decorate define delete deploy"
     " disable edit enable ensure execute expose extend fetch fill generate get give go import"
     " include inherit initialize inject install instantiate keep launch list load make mark"
@@ -50,7 +50,8 @@ STEP_VERBS = frozenset(
     " verify wrap write".split()
 )
 """Base forms that open an English instruction (documentation's imperatives); not "read",
-"see" or "learn": "You can read more in …" points elsewhere, it is not a step."""
+"see", "check" or "learn": "You can read more in …", "check the MDN documentation" point
+elsewhere, they are not steps."""
 
 _LEAD = regex.compile(
     r"^(?:[\s*_>#-]|\d{1,3}[.)])*"  # list markers, emphasis, quotes
@@ -58,8 +59,14 @@ _LEAD = regex.compile(
     r"second|third)\b,?\s*)*",
     regex.IGNORECASE,
 )
-_CLAUSE = regex.compile(r"^[^,;:.!?]{1,100},\s*")
-"""A leading clause: "To do that, …", "In your app, …"."""
+_CLAUSE = regex.compile(
+    r"^(?:to|in|inside|if|for|when|with|within|after|before|once|instead|here|otherwise"
+    r"|optionally|by|from|on|at|using|as|the\s+same\s+way|just\s+(?:as|like)|like|similarly"
+    r"|because|since)\b[^,;:.!?]{0,100},\s*",
+    regex.IGNORECASE,
+)
+"""A leading adverbial clause: "To do that, …", "In your app, …", "If you need X, …" (not a
+subject: "Hobson argued that taxes could boost consumption, create wealth" is no step)."""
 _YOU = regex.compile(
     r"^you\s+(?:can|could|need\s+to|have\s+to|should|must)\s+(?:also\s+|then\s+|just\s+)?",
     regex.IGNORECASE,

@@ -98,3 +98,14 @@ def test_action_terms_are_the_hindi_verbs_that_name_the_action() -> None:
 def test_a_pointer_to_more_reading_is_not_a_step() -> None:
     assert not is_step("You can read more at [Pydantic: Configuration](https://pydantic.dev/).")
     assert not is_step("You can see more details in [Starlette's docs](https://starlette.dev/).")
+
+
+def test_a_verb_after_a_subject_and_a_comma_is_not_a_step() -> None:
+    assert not is_step(
+        "Hobson theorized that taxation could boost consumption, create wealth, and more."
+    )
+    assert is_step("If you need files, use `UploadFile`.")
+    assert is_step(
+        "The same way you can specify a response model, you can also declare the status code."
+    )
+    assert not is_step("To know more about status codes, check the [MDN documentation](https://x).")
