@@ -50,8 +50,9 @@ def _saturated(counts: Counter[T], length: int) -> dict[T, float]:
 def term_weights(text: str, of: Sequence[str] | None = None) -> dict[str, float]:
     """Each term's stored weight in a chunk's text, by term (what `doc_vector` stores by id);
     with `of`, at least those terms' (the words alone when none of them is a skeleton: the
-    skeletons cost more to make than the words, and a Latin-script question asks for none)."""
-    if of is not None and not any(t.startswith(phonetic.PREFIX) for t in of):
+    skeletons cost more to make than the words, and a Latin-script question asks for none; a
+    text with non-ASCII words may carry glossary terms)."""
+    if of is not None and text.isascii() and not any(t.startswith(phonetic.PREFIX) for t in of):
         words = bm25_terms(text)
         return _saturated(Counter(words), len(words))
     terms, length = _doc_terms(text)
@@ -60,12 +61,15 @@ def term_weights(text: str, of: Sequence[str] | None = None) -> dict[str, float]
 
 @memo_text
 def _doc_terms(text: str) -> tuple[tuple[str, ...], int]:
-    """A chunk's BM25 terms and the consonant skeletons of its words (`service.text.phonetic`:
-    a Devanagari question's "मिडलवेयर" meets a page's "middleware"), and its length in BM25
-    terms alone, so the words' weights are what they are without the skeletons."""
+    """A chunk's BM25 terms, the English terms of its Hindi software words (`glossary`: a page
+    that writes "ऐप" also says "app"), and the consonant skeletons of its words
+    (`service.text.phonetic`: a Devanagari question's "मिडलवेयर" meets a page's "middleware");
+    its length is in BM25 terms alone, so the words' weights are what they are without the
+    added ones."""
     kept = content_words(text)
     terms = [stem(w) for w in kept]  # bm25_terms(text), from the same words
-    return (*terms, *phonetic.doc_terms([*kept, *identifier_parts(text)])), len(terms)
+    said = [e for t in terms if not t.isascii() for e in glossary.english_terms(t)]
+    return (*terms, *said, *phonetic.doc_terms([*kept, *identifier_parts(text)])), len(terms)
 
 
 def doc_vector(text: str) -> SparseVec:
@@ -77,8 +81,11 @@ def doc_vector(text: str) -> SparseVec:
 def query_terms(text: str) -> list[str]:
     """A query's distinct BM25 terms, the consonant skeletons of its Devanagari words (an
     English word spelled in Devanagari finds pages that write it in Latin letters) and the
-    English words of its Hindi software words ("परीक्षण" asks for "test" too,
-    `service.text.glossary`). A question without Devanagari words asks for exactly its own.
+    English words of its Hindi software words ("परीक्षण" asks for "test", `glossary`), which
+    are asked by those English words alone: a page indexes them with their English terms too
+    (`_doc_terms`), so the term's IDF is the concept's in either script, not a rare spelling's
+    (Hindi pages write "app"; "ऐप", rare, ranked the home page and a glossary page first).
+    A question without Devanagari words asks for exactly its own.
 
     The words a Hindi or other Indic question uses to ask ("मैं", "कैसे", "करूं", "सक्षम",
     "எப்படி": `asks_in_indic`) are left out: they say what is asked, not what about, and a
@@ -86,7 +93,9 @@ def query_terms(text: str) -> list[str]:
     answers (the docs suite, Hindi nDCG@10 0.693 → 0.817 on dev, 0.736 → 0.782 on test)."""
     asked = [w for w in content_words(text) if not asks_in_indic(w)]
     terms = [stem(w) for w in asked]
-    return list(dict.fromkeys([*terms, *phonetic.query_terms(asked), *glossary.query_terms(terms)]))
+    said = glossary.query_terms(terms)
+    own = [t for t in terms if t.isascii() or not glossary.english_terms(t)]
+    return list(dict.fromkeys([*own, *phonetic.query_terms(asked), *said]))
 
 
 def query_vector(text: str) -> SparseVec:
