@@ -9,17 +9,19 @@ it recognise them.
 - `asks_how`: English "how" (not "how many/much/long/…"), Hindi "कैसे"/"किस तरह", Hinglish
   "kaise", and the other Indic languages' "how" as questions write it.
 - `is_step`: an instruction. English: an imperative ("Import …", "Then, create …", "To …, use
-  …") or a second-person recipe ("You can/need to/should … use …"). Hindi: a sentence whose last
-  word is a polite imperative ("… import करें।", "… बनाएँ:", "… कीजिए।") or that ends in
-  "… कर सकते हैं" with "आप" (you can). A list whose first item is an instruction is a list of
-  steps. Other scripts: no test here (never a step), so their questions select as before.
+  …") or a second-person recipe ("You can/need to/should … use …"). Hindi: a polite imperative
+  that ends a main clause ("… import करें।", "… बनाएँ:", "… कीजिए।"; not after "कि"/"ताकि",
+  where the same form is a subjunctive) or "आप … कर सकते हैं" (you can). A list whose first
+  item and at least half of its items are instructions is a list of steps (a feature list
+  with one "click करें" in it is not).
+  Other scripts: no test here (never a step), so their questions select as before.
 """
 
 from __future__ import annotations
 
 import regex
 
-from service.text.markdown import is_block, said
+from service.text.markdown import is_block, list_items, said
 from service.text.memo import memo_text
 
 _HOW_EN = regex.compile(
@@ -122,13 +124,6 @@ def _hindi_step(text: str) -> bool:
     return _HI_YOU_CAN.search(text) is not None
 
 
-def _first_item(unit: str) -> str:
-    for line in unit.splitlines():
-        if line.strip():
-            return line
-    return ""
-
-
 _DEVANAGARI = regex.compile(r"\p{Devanagari}")
 
 
@@ -137,7 +132,14 @@ def is_step(unit: str) -> bool:
     """The unit tells the reader to do something: an instruction, or a list of them."""
     if unit.lstrip().startswith(("```", "~~~", "|", "#")):
         return False  # code and tables show a step; a heading names a section
-    text = said(_first_item(unit) if is_block(unit) else unit).strip()
+    if is_block(unit):  # a list of steps: its first item and at least half of them are steps
+        items = [said(i).strip() for i in list_items(unit)]
+        steps = [_says_step(i) for i in items if i]
+        return bool(steps) and steps[0] and 2 * sum(steps) >= len(steps)
+    return _says_step(said(unit).strip())
+
+
+def _says_step(text: str) -> bool:
     if not text:
         return False
     if _DEVANAGARI.search(text):

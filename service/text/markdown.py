@@ -129,6 +129,18 @@ _LIST_ITEM = regex.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+\S")
 _TABLE_ROW = regex.compile(r"^\s*\|")
 
 
+def list_items(unit: str) -> list[str]:
+    """The items of a Markdown list unit (an item's continuation lines stay with it); a unit
+    that is not a list is one item."""
+    items: list[str] = []
+    for line in unit.split("\n"):
+        if _LIST_ITEM.match(line) or not items:
+            items.append(line)
+        else:
+            items[-1] += "\n" + line
+    return items
+
+
 def blocks(text: str) -> list[tuple[str, str]]:
     """(kind, text) of each Markdown block: `code` (a fenced block, verbatim, blank lines
     included), `list` and `table` (their lines kept), or `para` (one line of prose)."""

@@ -109,3 +109,15 @@ def test_a_verb_after_a_subject_and_a_comma_is_not_a_step() -> None:
         "The same way you can specify a response model, you can also declare the status code."
     )
     assert not is_step("To know more about status codes, check the [MDN documentation](https://x).")
+
+
+def test_a_feature_list_with_one_instruction_in_it_is_not_a_list_of_steps() -> None:
+    features = (
+        "- **Explorer** - सभी *path operations* का tree view। route पर जाने के लिए click करें।\n"
+        "- **Search** - path के आधार पर search करें।\n"
+        "- **CodeLens** - test client calls के ऊपर clickable links।\n"
+        "- **Deploy to FastAPI Cloud** - आपकी app का one-click deployment।\n"
+        "- **Logs** - real-time log streaming।"
+    )
+    assert not is_step(features)
+    assert is_step("1. Import `File`.\n2. Declare a parameter.\n   It is a `bytes`.\n3. Done.")
