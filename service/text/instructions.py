@@ -11,7 +11,8 @@ it recognise them.
 - `is_step`: an instruction. English: an imperative ("Import …", "Then, create …", "To …, use
   …") or a second-person recipe ("You can/need to/should … use …"). Hindi: a polite imperative
   that ends a main clause ("… import करें।", "… बनाएँ:", "… कीजिए।"; not after "कि"/"ताकि",
-  where the same form is a subjunctive) or "आप … कर सकते हैं" (you can). A list whose first
+  where the same form is a subjunctive), "आप … कर सकते हैं" (you can) or "आपको … करना होगा"
+  (you have to). A list whose first
   item and at least half of its items are instructions is a list of steps (a feature list
   with one "click करें" in it is not).
   Other scripts: no test here (never a step), so their questions select as before.
@@ -87,6 +88,11 @@ _HI_NOT_VERB = frozenset(
 )
 """Words ending like a polite imperative that are not one (postpositions, pronouns, particles)."""
 _HI_YOU_CAN = regex.compile(r"(?<![\p{L}\p{M}])आप(?![\p{L}\p{M}]).*\sसकते\s+हैं\W*$")
+_HI_YOU_MUST = regex.compile(
+    r"(?<![\p{L}\p{M}])आपको(?![\p{L}\p{M}])[^।,;:]*[\p{L}\p{M}]+ना\s+"
+    r"(?:होगा|होता\s+है|है|चाहिए|पड़ेगा|पड़ता\s+है)"
+)
+""""आपको … करना होगा / चाहिए" (you have to, you should): Hindi's "You need to …"."""
 
 
 def _opens_with_step(text: str) -> bool:
@@ -105,6 +111,8 @@ def _english_step(text: str) -> bool:
     return m is not None and _opens_with_step(text[m.end() :])
 
 
+_HI_FOR = ("लिए", "लिये")
+""""for", "so" ("इसलिए", "किसलिए"): they end like "कीजिए" and are no imperative."""
 _HI_SUBORDINATE = regex.compile(
     r"(?<![\p{L}\p{M}])(?:कि|ताकि|जो|जिससे|जिसे|जिन्हें|यदि|अगर|जब|चाहे)(?![\p{L}\p{M}])"
 )
@@ -116,12 +124,12 @@ _HI_CLAUSE_START = regex.compile(r"[,;:।]")
 def _hindi_step(text: str) -> bool:
     for m in _HI_VERB.finditer(text):
         word = m.group(1)
-        if word in _HI_NOT_VERB or not _HI_IMPERATIVE.search(word):
+        if word in _HI_NOT_VERB or word.endswith(_HI_FOR) or not _HI_IMPERATIVE.search(word):
             continue
         clause = _HI_CLAUSE_START.split(text[: m.start()])[-1]
         if _HI_SUBORDINATE.search(clause) is None:
             return True
-    return _HI_YOU_CAN.search(text) is not None
+    return _HI_YOU_CAN.search(text) is not None or _HI_YOU_MUST.search(text) is not None
 
 
 _DEVANAGARI = regex.compile(r"\p{Devanagari}")

@@ -121,3 +121,15 @@ def test_a_feature_list_with_one_instruction_in_it_is_not_a_list_of_steps() -> N
     )
     assert not is_step(features)
     assert is_step("1. Import `File`.\n2. Declare a parameter.\n   It is a `bytes`.\n3. Done.")
+
+
+def test_hindi_so_is_not_an_imperative() -> None:
+    """ "इसलिए" (so) ends like "कीजिए" (please do)."""
+    assert not is_step("इसलिए, default रूप से, `Header` names को hyphen में convert करेगा।")
+    assert is_step("यहाँ `Header` import कीजिए।")
+
+
+def test_hindi_you_have_to_is_a_step() -> None:
+    assert is_step("headers घोषित करने के लिए, आपको `Header` का उपयोग करना होगा।")
+    assert is_step("आपको यह जानना चाहिए।")
+    assert not is_step("आपको कोई फ़र्क नहीं पड़ता।")
