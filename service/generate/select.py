@@ -20,6 +20,7 @@ A chosen sentence that carries on from the one before it ("And then you can set 
 alone it points at something the answer never says. A chosen sentence that ends in a colon
 ("Import `File` and `UploadFile` from `fastapi`:") is quoted with the unit that follows it (the
 steps, list or code it introduces): alone it promises something the answer never gives.
+Steps that follow each other in a passage are quoted in the passage's order.
 """
 
 from __future__ import annotations
@@ -176,7 +177,31 @@ def select(
             how and _step_at(cands, taken, pick.rank, pick.pos + 1)
         ):
             break
-    return [(c.text, c.source) for c in with_context(chosen, cands)]
+    return [(c.text, c.source) for c in in_reading_order(with_context(chosen, cands))]
+
+
+def in_reading_order(units: Sequence[Candidate]) -> list[Candidate]:
+    """`units`, each run of steps that follow each other in one passage quoted in the page's
+    order where its first was chosen: a procedure reads top-down ("You can configure it using
+    `CORSMiddleware`.", then its list of steps) even when a later step was chosen first."""
+    run_of: dict[tuple[int, int], int] = {}  # (rank, pos) of a step → its run's id
+    for c in sorted((c for c in units if c.step), key=lambda c: (c.rank, c.pos)):
+        prev = run_of.get((c.rank, c.pos - 1))
+        run_of[(c.rank, c.pos)] = prev if prev is not None else len(run_of)
+    out: list[Candidate] = []
+    done: set[int] = set()
+    for c in units:
+        run = run_of.get((c.rank, c.pos))
+        if run is None:
+            out.append(c)
+        elif run not in done:
+            done.add(run)
+            out.extend(
+                sorted(
+                    (u for u in units if run_of.get((u.rank, u.pos)) == run), key=lambda u: u.pos
+                )
+            )
+    return out
 
 
 def _step_at(cands: Sequence[Candidate], taken: set[int], rank: int, pos: int) -> bool:

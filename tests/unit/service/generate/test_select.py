@@ -390,3 +390,22 @@ def test_a_link_says_its_text_not_its_target() -> None:
 )
 def test_what_a_unit_says(unit: str, says: str) -> None:
     assert said(unit) == says
+
+
+def test_a_procedure_reads_top_down_even_when_a_later_step_was_chosen_first() -> None:
+    """The list of steps names "CORSMiddleware" and wins first; the sentence before it, which
+    says what the steps do, is quoted before it, as the page says them."""
+    page = Passage(
+        id="S1",
+        title="CORS",
+        text=(
+            "CORS का मतलब है कि frontend किसी दूसरे origin से बात करता है।\n\n"
+            "आप इसे अपनी application में configure कर सकते हैं।\n\n"
+            "* `CORSMiddleware` import करें।\n* allowed origins की एक list बनाएँ।"
+        ),
+    )
+    picked = [s for s, _ in pick_sentences("CORS कैसे चालू करें?", [page], 3)]
+    tool = "आप इसे अपनी application में configure कर सकते हैं।"
+    steps = "* `CORSMiddleware` import करें।\n* allowed origins की एक list बनाएँ।"
+    assert tool in picked and steps in picked
+    assert picked.index(tool) + 1 == picked.index(steps)
