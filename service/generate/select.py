@@ -59,7 +59,7 @@ SIM_ALONE = 0.6
 STEP_PRIOR = 0.8
 """Added to a step's score (`service.text.instructions.is_step`) when the question asks how;
 chosen on the docs bar's dev half (0, 0.15, 0.3, 0.5, 0.8, 1.2: evidence held rose to 0.8 and
-stayed); the English suites' answers do not change (their passages hold no steps)."""
+stayed); CLAPnq's and XQuAD's answers did not change (README, issue #14)."""
 
 
 CARRIES_ON = regex.compile(
@@ -128,7 +128,8 @@ def select(
     keys: Mapping[str, str] | None = None,
     how: bool = False,
 ) -> list[tuple[str, str]]:
-    """(sentence, source id) pairs that answer, in the order chosen, at most `limit`. `how`:
+    """(sentence, source id) pairs that answer, in the order chosen (a run of steps in its
+    page's order), at most `limit` units chosen (a unit's context comes with it). `how`:
     the question asks how to do something, so steps count more and the steps that follow a
     chosen unit carry the answer on (a procedure is not covered by naming its tool)."""
     if not question_terms or limit <= 0:
