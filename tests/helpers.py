@@ -82,6 +82,15 @@ async def index_files(runtime: Any, tenant: str, root: Path, **kw: Any) -> Any:
     )
 
 
+async def index_pages(runtime: Any, tenant: str, root: Path, pages: dict[str, str]) -> Any:
+    """Write `pages` (path → text) under `root` and index them all, public, into `tenant`."""
+    for rel, text in pages.items():
+        write(root, rel, text)
+    summary = await index_files(runtime, tenant, root, public=True)
+    assert summary.failed == 0 and summary.added == len(pages), summary.errors
+    return summary
+
+
 def write(root: Path, rel: str, text: str) -> Path:
     path = root / rel
     path.parent.mkdir(parents=True, exist_ok=True)

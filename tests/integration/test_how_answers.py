@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.helpers import answered, auth, index_files, make_key, write
+from tests.helpers import answered, auth, index_pages, make_key
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
@@ -76,11 +76,7 @@ A token is signed with the service's signing key; verifiers check the signature.
 
 @pytest.fixture(scope="module")
 async def tenant(runtime: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
-    root = tmp_path_factory.mktemp("how-docs")
-    for rel, text in PAGES.items():
-        write(root, rel, text)
-    summary = await index_files(runtime, "how-docs", root, public=True)
-    assert summary.failed == 0 and summary.added == len(PAGES), summary.errors
+    await index_pages(runtime, "how-docs", tmp_path_factory.mktemp("how-docs"), PAGES)
     return "how-docs"
 
 

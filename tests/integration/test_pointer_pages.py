@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.helpers import answered, index_files, make_key, write
+from tests.helpers import answered, index_pages, make_key
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
@@ -62,11 +62,7 @@ period; the finance team approves every invoice above the review limit.
 
 @pytest.fixture(scope="module")
 async def tenant(runtime: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
-    root = tmp_path_factory.mktemp("pointer-docs")
-    for rel, text in PAGES.items():
-        write(root, rel, text)
-    summary = await index_files(runtime, "pointer-docs", root, public=True)
-    assert summary.failed == 0 and summary.added == len(PAGES), summary.errors
+    await index_pages(runtime, "pointer-docs", tmp_path_factory.mktemp("pointer-docs"), PAGES)
     return "pointer-docs"
 
 

@@ -14,7 +14,7 @@ from service.identity import Principal
 from service.index.fusion import DENSE_KEY, SPARSE_KEY
 from service.pipeline.retrieve import build_search_query
 from service.text.bm25 import query_vector
-from tests.helpers import auth, index_files, make_key, sse_events, write
+from tests.helpers import auth, index_pages, make_key, sse_events
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
@@ -38,11 +38,7 @@ QUESTION = "How fast can sea otters swim?"
 
 @pytest.fixture(scope="module")
 async def key(runtime: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
-    root = tmp_path_factory.mktemp("support")
-    for name, text in PAGES.items():
-        write(root, name, text)
-    summary = await index_files(runtime, TENANT, root, public=True)
-    assert summary.failed == 0 and summary.added == len(PAGES), summary.errors
+    await index_pages(runtime, TENANT, tmp_path_factory.mktemp("support"), PAGES)
     return await make_key(runtime, TENANT, "sam", [])
 
 
