@@ -17,7 +17,7 @@ from service.answerability import model_version as answerability_version
 from service.config import Settings
 from service.index.filters import FilterSpec
 
-PIPELINE_VERSION = "7"  # 7: Hindi software words asked in English; 6: how-question steps
+PIPELINE_VERSION = "8"  # 8: links to the subject; 7: Hindi glossary words in English
 """Bump when retrieval or answer code changes what it returns for the same inputs."""
 
 

@@ -31,7 +31,12 @@ from service.pipeline.generation import generate
 from service.pipeline.ground import Grounder
 from service.pipeline.language import COPIES, answer_sources
 from service.pipeline.operation import ANSWER
-from service.pipeline.pointers import MAX_GUESSES, follow_pointers, page_guesses
+from service.pipeline.pointers import (
+    MAX_GUESSES,
+    follow_pointers,
+    follow_subject_links,
+    page_guesses,
+)
 from service.pipeline.retrieve import Retrieval
 from service.pipeline.trim import trim
 
@@ -174,7 +179,7 @@ class AnswerPipeline:
         for the question, within the documents its links may name and under the principal's
         own filters. Late or failing, the answer goes on without it (`done.degraded`:
         `pointer_search_timeout`, `pointer_search_unavailable`)."""
-        top = answer_sources(q.query, follow_pointers(hits), q.top_k)
+        top = answer_sources(q.query, self._followed(hits, q.query), q.top_k)
         guesses = list(dict.fromkeys(g for h in top for g in page_guesses(h, hits)))
         if not guesses:
             return top
@@ -196,7 +201,13 @@ class AnswerPipeline:
             return top
         seen = {h.id for h in hits}
         hits = [*hits, *(h for h in more if h.id not in seen)]
-        return answer_sources(q.query, follow_pointers(hits), q.top_k)
+        return answer_sources(q.query, self._followed(hits, q.query), q.top_k)
+
+    @staticmethod
+    def _followed(hits: Sequence[Hit], query: str) -> list[Hit]:
+        """Pointers yield to the pages they point to, and passages off the question's subject
+        to the linked pages on it (`service.pipeline.pointers`)."""
+        return follow_subject_links(follow_pointers(hits), query)
 
     async def _decide(self, query: str, hits: Sequence[Hit], budget: Budget) -> Decision | None:
         """Does the evidence answer? The cheap model first; where it is unsure, token

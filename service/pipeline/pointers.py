@@ -18,6 +18,11 @@ When the page is not among the candidates, the answer asks the index once more, 
 question within the documents the link may name (`page_guesses`), under the same tenant,
 permission and metadata filters as the first search: a page of another tenant, or one the
 user may not read, is never found, and the pointer then stays.
+
+A longer passage that is not about the question's subject but links to a page that is
+("… add them to your CORS configuration ([CORS](cors.md)) …", in the middleware page, for
+"How do I enable CORS?") stays, but the linked page's best passage, when it is among the
+candidates below it, moves up to just above it (`follow_subject_links`).
 """
 
 from __future__ import annotations
@@ -188,4 +193,37 @@ def follow_pointers(hits: Sequence[Hit]) -> list[Hit]:
         j = out.index(found)
         if j > i:
             out.insert(i, out.pop(j))  # and is looked at next: it may point on
+    return out
+
+
+def follow_subject_links(hits: Sequence[Hit], question: str) -> list[Hit]:
+    """`hits` (best first) where a passage that is not about the question's subject (its title
+    and file name share no term with the question) but links to a page that is (the link's file
+    or anchor name shares one: "… add them to your CORS configuration ([CORS](cors.md)) …" for
+    "CORS कैसे चालू करें?") gives its place to that page's best passage, when it ranked lower;
+    the passage itself stays, just below. A page about the subject never yields to a link."""
+    asked = match_terms(question) - _GENERIC
+    if not asked:
+        return list(hits)
+    out = list(hits)
+    moved: set[str] = set()
+    i = 0
+    while i < len(out):
+        hit = out[i]
+        if "](" not in hit.text or subject_terms(hit) & asked:
+            i += 1
+            continue
+        targets = [
+            m.group(1)
+            for m in _TARGET.finditer(hit.text)
+            if len(m.group(1)) <= MAX_TARGET_CHARS and link_terms(m.group(1)) & asked
+        ]
+        found = next(
+            (f for t in targets if (f := _resolve(t, hit, out)) is not None and f.id not in moved),
+            None,
+        )
+        if found is not None and out.index(found) > i:
+            out.insert(i, out.pop(out.index(found)))
+            moved.add(found.id)  # each page moves up once: this ends
+        i += 1
     return out

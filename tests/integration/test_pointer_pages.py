@@ -119,3 +119,46 @@ async def test_a_link_never_reaches_a_page_the_user_may_not_read(
     body = await answered(http, finance, question)
     docs = [s["doc_id"] for s in body["sources"]]
     assert docs[0] == "docs/internal/billing-runbook.md" and "docs/reference/billing.md" not in docs
+
+
+SUBJECT_PAGES = {
+    "docs/tutorial/middleware.md": """# Middleware
+
+## Custom headers
+
+If you have custom headers that a browser client should see, add them to your CORS
+configuration ([CORS (Cross-Origin Resource Sharing)](cors.md)) with the `expose_headers`
+parameter, as the CORS middleware documents it: CORS requests from a browser only see the headers
+that the CORS configuration exposes, so enable CORS exposure for each custom header.
+""",
+    "docs/tutorial/cors.md": """# Cross-origin requests
+
+A frontend in a browser may call a backend in another origin.
+
+## Use `CORSMiddleware`
+
+You can configure it in your application using the `CORSMiddleware`: import it, create a list
+of allowed origins, and add it to your application.
+""",
+    "docs/tutorial/body.md": "# Request Body\n\nTo declare a request body, use Pydantic models.\n",
+}
+
+
+@pytest.fixture(scope="module")
+async def subject_tenant(runtime: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    await index_pages(runtime, "subject-docs", tmp_path_factory.mktemp("subject"), SUBJECT_PAGES)
+    return "subject-docs"
+
+
+async def test_a_passage_off_the_subject_yields_to_the_page_it_links_to(
+    http: httpx.AsyncClient, runtime: Any, subject_tenant: str
+) -> None:
+    """The middleware section says "CORS" five times and outranks the CORS page, which says it
+    once; it links to that page, which is about what was asked: the CORS page is the first
+    source. (Which sentence the answer quotes is selection's: here the middleware section's,
+    which holds both "enable" and "CORS".)"""
+    key = await make_key(runtime, subject_tenant, "uma", [])
+    body = await answered(http, key, "How do I enable CORS?")
+    docs = [s["doc_id"] for s in body["sources"]]
+    assert docs[0] == "docs/tutorial/cors.md", docs
+    assert docs.index("docs/tutorial/middleware.md") == 1  # it stays, just below

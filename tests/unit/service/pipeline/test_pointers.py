@@ -14,7 +14,13 @@ from service.index.filters import AnyOf, FilterSpec, Match
 from service.index.protocol import Hit
 from service.pipeline.answer import AnswerPipeline, Question
 from service.pipeline.budget import Budget
-from service.pipeline.pointers import POINTER_CHARS, follow_pointers, page_guesses, page_key
+from service.pipeline.pointers import (
+    POINTER_CHARS,
+    follow_pointers,
+    follow_subject_links,
+    page_guesses,
+    page_key,
+)
 from tests.cache_helpers import CountingGenerator
 
 
@@ -239,3 +245,44 @@ def test_an_unfound_page_s_guesses_and_their_bound() -> None:
     huge = hit("docs/f/b.md", f"See [b](../{'x/' * 300}b.md).")
     assert page_guesses(huge, [huge]) == []
     assert page_guesses(hit("docs/f/b.md", "See [b](../x/b.md)."), []) == ["docs/x/b.md"]
+
+
+MIDDLEWARE = (
+    "If you have custom headers that a browser client should see, you need to add them to your "
+    "CORS configuration ([CORS (Cross-Origin Resource Sharing)](cors.md)) using the parameter "
+    "`expose_headers`. " * 3
+)
+
+
+def test_a_passage_off_the_subject_yields_to_the_linked_page_on_it() -> None:
+    hits = [
+        hit("en/docs/tutorial/middleware.md", MIDDLEWARE, ix=5, title="Middleware › Create one"),
+        hit("en/docs/advanced/headers.md", "Headers and CORS. " * 5, title="Response Headers"),
+        hit("en/docs/tutorial/cors.md", "Use the `CORSMiddleware`.", ix=3, title="CORS"),
+    ]
+    out = follow_subject_links(hits, "How do I enable CORS?")
+    assert ids(out) == [
+        "en/docs/tutorial/cors.md#3",
+        "en/docs/tutorial/middleware.md#5",  # it stays, just below the page it links to
+        "en/docs/advanced/headers.md#0",
+    ]
+    # a Hindi question names the subject the same way
+    assert ids(follow_subject_links(hits, "CORS कैसे चालू करें?")) == ids(out)
+
+
+def test_a_page_on_the_subject_or_a_link_off_it_moves_nothing() -> None:
+    on_subject = [
+        hit("en/docs/tutorial/cors.md", "See [middleware](middleware.md). " * 5, title="CORS"),
+        hit("en/docs/tutorial/middleware.md", "Middleware runs on every request."),
+    ]
+    assert ids(follow_subject_links(on_subject, "How do I add a CORS middleware?")) == ids(
+        on_subject
+    )
+    off = [
+        hit("en/docs/tutorial/middleware.md", MIDDLEWARE, title="Middleware"),
+        hit("en/docs/tutorial/cors.md", "Use the `CORSMiddleware`.", title="CORS"),
+    ]
+    assert ids(follow_subject_links(off, "How do I time a request?")) == ids(off)
+    # a link to a page that is not among the hits leads nowhere (nothing is searched for)
+    alone = off[:1]
+    assert ids(follow_subject_links(alone, "How do I enable CORS?")) == ids(alone)
