@@ -148,7 +148,7 @@ def select(
                 continue
             matched = c.terms & question_terms
             follows = (c.rank, c.pos) in after
-            next_step = how and follows and c.step
+            next_step = follows and c.step  # a step only where `how`: `candidates(steps=how)`
             if not matched and (c.sim is None or c.sim < SIM_ALONE) and not next_step:
                 continue
             gain = sum(weights[t] for t in matched - covered) / total
@@ -161,7 +161,7 @@ def select(
                 + PASSAGE_PRIOR / (1 + c.rank)
                 + POSITION_PRIOR / (1 + c.pos)
                 + SIM_WEIGHT * max((c.sim or 0.0) - SIM_FLOOR, 0.0)
-                + (STEP_PRIOR if how and c.step else 0.0)
+                + (STEP_PRIOR if c.step else 0.0)
             )
             if follows:
                 score += MIN_GAIN

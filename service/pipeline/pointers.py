@@ -102,13 +102,16 @@ def link_targets(hit: Hit) -> list[str]:
     if "](" not in hit.text or prose_chars(hit.text) > POINTER_CHARS:
         return []
     subject = subject_terms(hit)
-    targets = [m.group(1) for m in _TARGET.finditer(hit.text)]
+    return [t for t in _links(hit.text) if subject & link_terms(t)]
+
+
+def _links(text: str) -> list[str]:
+    """The targets of a text's links that may lead to another page, in order (not an image,
+    a mail address, an anchor on the same page, or a target over `MAX_TARGET_CHARS`)."""
     return [
         t
-        for t in targets
-        if len(t) <= MAX_TARGET_CHARS
-        and not t.startswith(("mailto:", "#"))
-        and subject & link_terms(t)
+        for m in _TARGET.finditer(text)
+        if len(t := m.group(1)) <= MAX_TARGET_CHARS and not t.startswith(("mailto:", "#"))
     ]
 
 
@@ -213,11 +216,7 @@ def follow_subject_links(hits: Sequence[Hit], question: str) -> list[Hit]:
         if "](" not in hit.text or subject_terms(hit) & asked:
             i += 1
             continue
-        targets = [
-            m.group(1)
-            for m in _TARGET.finditer(hit.text)
-            if len(m.group(1)) <= MAX_TARGET_CHARS and link_terms(m.group(1)) & asked
-        ]
+        targets = [t for t in _links(hit.text) if link_terms(t) & asked]
         found = next(
             (f for t in targets if (f := _resolve(t, hit, out)) is not None and f.id not in moved),
             None,

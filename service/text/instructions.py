@@ -84,9 +84,12 @@ _HI_VERB = regex.compile(
 _HI_IMPERATIVE = regex.compile(r"(?:ें|ाएँ|ाएं|एँ|एं|िए|िये|ियें)$")
 _HI_NOT_VERB = frozenset(
     "में हमें उन्हें इन्हें जिन्हें तुम्हें किन्हें मुझे आपमें उनमें इनमें जिनमें किसमें सबमें"
-    " लिए लिये किए किये दिए दिये गए हुए हुये नए चाहिए".split()
+    " किए किये दिए दिये गए हुए हुये नए चाहिए".split()
 )
 """Words ending like a polite imperative that are not one (postpositions, pronouns, particles)."""
+_HI_FOR = ("लिए", "लिये")
+""""for", "so" ("के लिए", "इसलिए", "किसलिए"): words ending so are no imperative, though they end
+like "कीजिए"."""
 _HI_YOU_CAN = regex.compile(r"(?<![\p{L}\p{M}])आप(?![\p{L}\p{M}]).*\sसकते\s+हैं\W*$")
 _HI_YOU_MUST = regex.compile(
     r"(?<![\p{L}\p{M}])आपको(?![\p{L}\p{M}])[^।,;:]*[\p{L}\p{M}]+ना\s+"
@@ -111,8 +114,6 @@ def _english_step(text: str) -> bool:
     return m is not None and _opens_with_step(text[m.end() :])
 
 
-_HI_FOR = ("लिए", "लिये")
-""""for", "so" ("इसलिए", "किसलिए"): they end like "कीजिए" and are no imperative."""
 _HI_SUBORDINATE = regex.compile(
     r"(?<![\p{L}\p{M}])(?:कि|ताकि|जो|जिससे|जिसे|जिन्हें|यदि|अगर|जब|चाहे)(?![\p{L}\p{M}])"
 )
