@@ -49,7 +49,8 @@ from service.answerability import (
     token_alignment,
 )
 from service.config import load_settings
-from service.embed.protocol import Embedder, TokenEmbedder
+from service.embed.loader import embedder_model_dir
+from service.embed.pieces import PieceVectors, piece_vectors
 from service.index.protocol import Hit
 from service.pipeline.budget import Budget
 from service.pipeline.trim import trim
@@ -75,7 +76,7 @@ ALIGNED_FEATURES = [*SENTENCE_FEATURES, "align_mean", "align_min"]
 ALIGN_BAND = (0.05, 0.7)
 """The `sentence` model's p(answerable) band in which `aligned` decides (`--align-band`): the
 narrowest upper end whose dev rates equal deciding everywhere (0.6 lost CLAPnq dev abstention)."""
-VERSION = "answerability-4"
+VERSION = "answerability-5"
 
 
 class Row(msgspec.Struct, kw_only=True):
@@ -99,6 +100,7 @@ async def collect(data: Path, suites: Sequence[str], config: str | None) -> list
     slow = msgspec.structs.replace(settings.budget, embed_ms=30_000, search_ms=30_000)
     settings = msgspec.structs.replace(settings, budget=slow)
     rt = await Runtime.open(settings)
+    pieces = piece_vectors(embedder_model_dir(settings.embedder))
     rows: list[Row] = []
     try:
         for name in suites:
@@ -128,7 +130,7 @@ async def collect(data: Path, suites: Sequence[str], config: str | None) -> list
                         split=q.tags.get("split", "test"),
                         kind=q.tags.get("kind", "answerable" if q.answerable else "unanswerable"),
                         answerable=q.answerable,
-                        signals=align(rt.embedder, q.question, hits, compute(q.question, hits)),
+                        signals=align(pieces, q.question, hits, compute(q.question, hits)),
                         question=q.question,
                         hits=hits,
                     )
@@ -138,15 +140,13 @@ async def collect(data: Path, suites: Sequence[str], config: str | None) -> list
     return rows
 
 
-def align(embedder: Embedder, question: str, hits: Sequence[Hit], sig: Signals) -> Signals:
+def align(pieces: PieceVectors | None, question: str, hits: Sequence[Hit], sig: Signals) -> Signals:
     """`sig` with the question's token alignment, for every English question with sentence
     vectors (the fit needs it everywhere; serving computes it only where `sentence` is unsure)."""
     window = alignment_window(hits)
-    if not (sig.lang == "en" and sig.has_sentences and window):
+    if pieces is None or not (sig.lang == "en" and sig.has_sentences and window):
         return sig
-    if not isinstance(embedder, TokenEmbedder):
-        return sig
-    sig.align_mean, sig.align_min = token_alignment(embedder, question, window)
+    sig.align_mean, sig.align_min = token_alignment(pieces, question, window)
     sig.has_alignment = True
     return sig
 
@@ -287,11 +287,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.from_signals:
         dec = msgspec.json.Decoder(Row)
         rows = [dec.decode(line) for line in args.from_signals.read_bytes().splitlines() if line]
-        if args.recompute:  # the token alignment (a model run) is kept as collected
+        if args.recompute:
+            pieces = piece_vectors(embedder_model_dir(load_settings(args.config).embedder))
             for r in rows:
-                old, r.signals = r.signals, compute(r.question, r.hits)
-                r.signals.align_mean, r.signals.align_min = old.align_mean, old.align_min
-                r.signals.has_alignment = old.has_alignment
+                r.signals = align(pieces, r.question, r.hits, compute(r.question, r.hits))
     else:
         rows = asyncio.run(collect(args.data, args.suites, args.config))
         if args.signals:

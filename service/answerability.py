@@ -17,11 +17,12 @@ Signals are cheap and already in hand after retrieval (no model run):
 - `sentence_sim`: the best cosine of the question and one sentence of the top passages, from
   the sentence vectors pooled at indexing (`Hit.sentence_scores`; an index built before them has
   none, and the `dense` model decides without it);
-- `align_mean`, `align_min` (token alignment, a model run: `alignment`): each content word piece
-  of the question matched to its most similar token of the best sentences, by the embedder's
-  contextual token states; the mean and the weakest match. A passage on the question's topic that
-  lacks what is asked leaves some question word unmatched, which the pooled vectors blur. It runs
-  only where the cheaper `sentence` model is unsure (`Model.align_band`), after retrieval.
+- `align_mean`, `align_min` (token alignment: `alignment`): each content word piece of the
+  question matched to its most similar word piece of the best sentences, by the embedder's
+  word-piece vectors (`service.embed.pieces`: its input table, no model run); the mean and the
+  weakest match. A passage on the question's topic that lacks what is asked leaves some
+  question word unmatched, which the pooled vectors blur. The `aligned` model reads it only
+  where the `sentence` model is unsure (`Model.align_band`).
 
 The packaged embedder knows English only, so its cosine is noise for a Hindi or Hinglish
 question: those are decided by a lexical model (no dense signal), calibrated separately. Both
@@ -43,7 +44,7 @@ import numpy as np
 import numpy.typing as npt
 import regex
 
-from service.embed.protocol import TokenEmbedder
+from service.embed.pieces import PieceVectors
 from service.index.fusion import DENSE_KEY
 from service.index.idf import bm25_of_terms, max_bm25, recover_idf
 from service.index.protocol import NO_SCORE, Hit
@@ -201,8 +202,7 @@ ALIGN_SENTENCES = 2
 """The best sentences (by their pooled cosine) the question is aligned with."""
 ALIGN_MAX_TOKENS = 96
 """Model tokens of those sentences the alignment reads: two sentences hold ~60 at the median;
-offline, 96 and 256 gave the same abstention within noise (README, issue #14), and the model's
-cost grows with the tokens (~0.4 ms each on one AVX2 core)."""
+offline, 96 and 256 gave the same abstention within noise (README, issue #14)."""
 ALIGN_QUESTION_TOKENS = 32
 
 
@@ -236,14 +236,11 @@ def alignment(
     return float(picked.mean()), float(picked.min())
 
 
-def token_alignment(
-    embedder: TokenEmbedder, question: str, window: str, *, recent: bool = False
-) -> tuple[float, float]:
-    """Run the model over the question and the window (`alignment_window`) and align them;
-    `recent`: the question's states may come from its query embedding, which this request ran
-    (`QUERY_EMBEDDED`). Blocking: call off the loop."""
-    q = embedder.token_states([question], ALIGN_QUESTION_TOKENS, recent=recent)[0]
-    w = embedder.token_states([window], ALIGN_MAX_TOKENS)[0]
+def token_alignment(pieces: PieceVectors, question: str, window: str) -> tuple[float, float]:
+    """The question aligned with the window (`alignment_window`) by the embedder's word-piece
+    vectors (`service.embed.pieces`): no model run, well under a millisecond."""
+    q = pieces.states(question, ALIGN_QUESTION_TOKENS)
+    w = pieces.states(window, ALIGN_MAX_TOKENS)
     return alignment(question, q, w)
 
 
@@ -281,8 +278,8 @@ class Model(msgspec.Struct, kw_only=True):
     command: str = ""
     align_band: list[float] = msgspec.field(default_factory=lambda: [0.0, 0.0])
     """[lo, hi): where the `sentence` model's p(answerable) is unsure enough for the `aligned`
-    model (its features plus token alignment, a model run) to decide instead; outside it the
-    `sentence` model decides alone and the alignment is never computed."""
+    model (its features plus token alignment) to decide instead; outside it the `sentence`
+    model decides alone and the alignment is never computed."""
 
     def wants_alignment(self, s: Signals) -> bool:
         """Would token alignment decide this question (English, sentence vectors, unsure)?"""

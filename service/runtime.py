@@ -36,7 +36,8 @@ from service.db.health import Database
 from service.db.keys import KEY_PREFIX, PLATFORM_PREFIX, grant_for_key
 from service.db.pool import embedded_restarter, open_pool
 from service.embed.batcher import MicroBatcher
-from service.embed.loader import load_embedder
+from service.embed.loader import embedder_model_dir, load_embedder
+from service.embed.pieces import piece_vectors
 from service.embed.protocol import Embedder, for_queries
 from service.embed.quantize import model_id
 from service.errors import UpstreamError
@@ -209,9 +210,9 @@ class Runtime:
             self.router,
             settings,
             grounder=Grounder.from_settings(settings.grounding, embedder),
-            # one worker (service/pipeline/align.py): two took a core from the query embedder
-            # under load (4 clients: extractive TTFT p95 85 / 103 ms against 82 / 78 with one)
-            aligner=Aligner.of(embedder, settings.generator.align_ms),
+            aligner=Aligner.of(
+                piece_vectors(embedder_model_dir(settings.embedder)), settings.generator.aligns
+            ),
         )
         self.answers = CachingPipeline(
             inner=self.pipeline,
@@ -297,7 +298,7 @@ class Runtime:
         self.batcher.choice.forget()  # the warm-up's first calls of each shape cost more
         passage = Passage(id="S1", title="Warm-up", text=". ".join(texts) + ".")
         if self.pipeline.aligner is not None:
-            await self.pipeline.aligner.warm_up(texts[-1], " ".join(texts * 3))
+            self.pipeline.aligner.warm_up(texts[-1], " ".join(texts * 3))
         async for _ in ExtractiveGenerator(self.settings.generator.max_sentences).stream(
             texts[-1], [passage], max_tokens=64
         ):
@@ -322,8 +323,6 @@ class Runtime:
                 await self._monitor
         await self.db.close()
         self.pipeline.grounder.close()
-        if self.pipeline.aligner is not None:
-            self.pipeline.aligner.close()
         await self.answers.close()
         await self.caching.close()
         await self.router.aclose()

@@ -15,7 +15,7 @@ from service.cache.flights import SingleFlight
 from service.cache.keys import Keys
 from service.cache.store import TieredCache
 from service.embed.batcher import MicroBatcher
-from service.embed.protocol import QUERY_EMBEDDED, Vectors
+from service.embed.protocol import Vectors
 
 KIND = "embedding"
 
@@ -54,9 +54,7 @@ class CachingEmbedder:
         raw, _ = await self.cache.get(KIND, key)
         if raw is not None:
             return np.frombuffer(raw, dtype=np.float32)
-        vec, joined = await self._flights.run(key, lambda: self._compute(key, text, exact))
-        if not joined and self.inner.keeps_states(exact):  # it ran in the flight's own task:
-            QUERY_EMBEDDED.set(text)  # say so in this request's context
+        vec, _ = await self._flights.run(key, lambda: self._compute(key, text, exact))
         return vec
 
     async def _compute(self, key: str, text: str, exact: bool) -> Vectors:

@@ -16,7 +16,6 @@ from service.cache.keys import Keys, canonical_filters, normalize_query
 from service.cache.stats import Stats
 from service.cache.store import TieredCache
 from service.cache.visibility import ScopedPrincipal, VisibilityResolver, scoped
-from service.embed.protocol import QUERY_EMBEDDED
 from service.identity import Principal
 from service.index.filters import FilterSpec
 from service.index.protocol import Hit
@@ -44,7 +43,7 @@ class CachingRetriever:
         self.visibility = visibility
         self.ttl_s = ttl_s
         self.stats = stats
-        self._flights: SingleFlight[tuple[list[Hit], str | None]] = SingleFlight()
+        self._flights: SingleFlight[list[Hit]] = SingleFlight()
 
     async def retrieve(
         self,
@@ -79,13 +78,11 @@ class CachingRetriever:
             if raw is not None:
                 return _hits_decoder.decode(raw)
             p = principal
-            (hits, embedded), joined = await self._flights.run(
+            hits, joined = await self._flights.run(
                 key, lambda: self._compute(key, p, query, filters, top_k, budget)
             )
             if joined:
                 self.stats.inc("cache_lookups", kind=KIND, outcome="coalesced", layer="flight")
-            elif embedded is not None:  # the flight, this request's own, ran the model: its
-                QUERY_EMBEDDED.set(embedded)  # context is the flight task's, not this one's
             return hits
         finally:
             tenant_scope.reset(scope)
@@ -98,13 +95,11 @@ class CachingRetriever:
         filters: FilterSpec | None,
         top_k: int,
         budget: Budget,
-    ) -> tuple[list[Hit], str | None]:
-        """The hits, and the text this flight's query embedding ran the model on, if it did
-        (`QUERY_EMBEDDED` as this task saw it)."""
+    ) -> list[Hit]:
         degraded = len(budget.degraded)
         hits = await self.inner.retrieve(
             principal, query, filters=filters, top_k=top_k, budget=budget
         )
         if len(budget.degraded) == degraded:  # a degraded result (e.g. BM25 only) is not kept
             await self.cache.set(KIND, key, msgspec.json.encode(hits), self.ttl_s, background=True)
-        return hits, QUERY_EMBEDDED.get()
+        return hits

@@ -352,9 +352,17 @@ class GeneratorSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     abstain: bool = True
     """Abstain (a fixed message in the question's language, no generator runs) when the
     calibrated answerability model says the sources do not answer (service/answerability.py)."""
-    align_ms: NonNegativeFloat = 150.0
-    """Deadline of the token alignment an unsure answerability decision takes (two short runs
-    of the embedder, service/pipeline/align.py); late or busy, the cheaper model decides. 0: off."""
+    align: bool = True
+    """Token alignment for an unsure answerability decision (word-piece vectors, no model run:
+    service/pipeline/align.py); false: the cheaper model decides alone."""
+    align_ms: NonNegativeFloat | None = None
+    """Deprecated: alignment was a model run with this deadline; it now runs none and has no
+    deadline. 0 still turns it off (as `align = false`); any other value is ignored."""
+
+    @property
+    def aligns(self) -> bool:
+        return self.align and self.align_ms != 0
+
     max_source_chars: int = 1200
     """Characters of each source put in the prompt (the prompt's token budget)."""
     max_prompt_chars: int = 6000

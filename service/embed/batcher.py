@@ -41,7 +41,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from service.embed.protocol import QUERY_EMBEDDED, Embedder, Vectors
+from service.embed.protocol import Embedder, Vectors
 from service.errors import Overloaded
 
 log = logging.getLogger("ragline.embed")
@@ -234,22 +234,12 @@ class MicroBatcher:
             self._queue.put_nowait((text, fut, self.runs_exact(exact)))
         except asyncio.QueueFull:
             raise Overloaded("embedding queue is full", retry_after=0.5) from None
-        vector = await fut
-        if self.keeps_states(exact):  # this request's own pass: its token states may be read
-            QUERY_EMBEDDED.set(text)
-        return vector
+        return await fut
 
     def runs_exact(self, exact: bool) -> bool:
         """Whether a query asked for with `exact` runs on a model of its own: only where
         searches run on a quantized copy (else the one model serves both)."""
         return bool(exact) and self.exact is not None
-
-    def keeps_states(self, exact: bool) -> bool:
-        """Whether a query embedded so ran the model whose token states alignment reads: the
-        exact (fp32) model, or the one model when there is no quantized copy. A pass on the
-        copy keeps nothing, so another request's fp32 pass of the same text must not be read
-        as this one's."""
-        return exact or self.exact is None
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()

@@ -17,7 +17,7 @@ def load_embedder(settings: Settings, *, queries: bool = True, lone: bool = Fals
     (a serving runtime, whose micro-batcher uses it) also makes a lone query's wide session
     (`embedder.lone_query_threads`): tools that embed in bulk never pay its load or memory."""
     e = settings.embedder
-    model_dir = Path(e.model_dir) if e.model_dir else packaged_model_dir()
+    model_dir = embedder_model_dir(e)
     if e.backend == "torch":
         # torch + sentence-transformers (seconds, ~1 GB): loaded only for backend = "torch"
         from service.embed.torch_st import SentenceTransformerEmbedder  # noqa: PLC0415
@@ -34,6 +34,12 @@ def load_embedder(settings: Settings, *, queries: bool = True, lone: bool = Fals
         # whether a lone query takes it is measured as the service runs (`LoneChoice`)
         embedder.lone = embedder.lone_queries(lone_query_threads(e))
     return embedder
+
+
+def embedder_model_dir(e: EmbedderSettings) -> Path:
+    """The sentence-transformers model directory the embedder loads (`embedder.model_dir`, or
+    the packaged MiniLM)."""
+    return Path(e.model_dir) if e.model_dir else packaged_model_dir()
 
 
 def lone_query_threads(e: EmbedderSettings) -> int:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,13 +18,10 @@ import numpy.typing as npt
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
-from service.embed.protocol import Embedder, TokenStates, Vectors
+from service.embed.protocol import Embedder, Vectors
 from service.embed.spans import Span, pool_spans
 
 ONNX_FILE = "model.onnx"
-RECENT_QUERIES = 64
-"""Recent queries whose token states are kept from their embedding pass (token alignment reads
-the question's again: `OnnxEmbedder.token_states`)."""
 _SUPPORTED_MODULES = {
     "sentence_transformers.models.Transformer",
     "sentence_transformers.models.Pooling",
@@ -114,7 +110,6 @@ class OnnxEmbedder:
         self.lone: Embedder | None = None
         """A lone query's embedder (`lone_queries`), set by the loader when serving."""
         self._wide: Any = None  # the fp32 model on more threads (`lone_queries`), if made
-        self._recent: OrderedDict[str, tuple[TokenStates, int]] = OrderedDict()
         self._guard = threading.Lock()
         self._running = 0  # model calls in flight, on any session
 
@@ -131,19 +126,18 @@ class OnnxEmbedder:
         more than this embedder's."""
         if threads <= self.threads:
             return None
-        # token states (alignment) are the fp32 model's: this session when it runs it, else
-        # one of its own (~90 MB more, on hosts whose queries run quantized). Only a quantized
-        # copy's session spins; the fp32 one also runs alignment's longer windows, whose tail
-        # spinning lengthened (`_session_options`).
+        # answers embed their question on the fp32 model: this session when queries run it,
+        # else one of its own (~90 MB more, on hosts whose queries run quantized). Only a
+        # quantized copy's session spins (`_session_options`).
         paths = list(dict.fromkeys([self._query_path, self._onnx_path]))
         session, *fp32 = open_sessions(paths, threads, spin=[len(paths) > 1, False])
         self._wide = fp32[0] if fp32 else session
         return _Queries(self, session)
 
     def exact_queries(self, lone: bool = False) -> Embedder | None:
-        """Queries on the fp32 model, whose token states a token alignment reads again, where
-        queries otherwise run on a quantized copy (None when they do not); `lone`: on its wide
-        session (`lone_queries` made it), for a query that runs alone."""
+        """Queries on the fp32 model (answers: the answerability model was fitted on its
+        vectors), where queries otherwise run on a quantized copy (None when they do not);
+        `lone`: on its wide session (`lone_queries` made it), for a query that runs alone."""
         if self._query_session is self._session:
             return None
         if lone:
@@ -189,15 +183,14 @@ class OnnxEmbedder:
         return self._embed(texts, self._session)
 
     def embed_queries(self, texts: Sequence[str]) -> Vectors:
-        """Query vectors: on the quantized copy when there is one. A query run on the fp32
-        model keeps its token states for a while (`token_states` reads them again)."""
-        return self._embed(texts, self._query_session, keep=True)
+        """Query vectors: on the quantized copy when there is one."""
+        return self._embed(texts, self._query_session)
 
     def for_queries(self) -> Embedder:
         """This embedder as the query path sees it (`embed` is `embed_queries`)."""
         return _Queries(self)
 
-    def _embed(self, texts: Sequence[str], session: Any, *, keep: bool = False) -> Vectors:
+    def _embed(self, texts: Sequence[str], session: Any) -> Vectors:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         per_tensor = self.query_model in PER_TENSOR and session not in (self._session, self._wide)
@@ -205,27 +198,8 @@ class OnnxEmbedder:
             # one activation scale per tensor spans the whole batch: a query's vector would
             # depend on what other queries (of any tenant) shared its call; alone, it does not
             return np.concatenate([self._embed([t], session) for t in texts])
-        encodings, hidden, mask = self._forward(texts, session)
-        if keep and (session is self._session or session is self._wide):
-            for text, e, states in zip(texts, encodings, hidden, strict=True):
-                self._remember(text, e, states)
+        _, hidden, mask = self._forward(texts, session)
         return mean_pool(hidden, mask)
-
-    def _remember(self, text: str, e: Any, hidden: npt.NDArray[np.float32]) -> None:
-        if e.overflowing:  # cut at the model's length: not the whole text's states
-            return
-        n = sum(e.attention_mask)
-        states = _unit_states(hidden[:n], e.special_tokens_mask[:n], e.offsets[:n])
-        with self._guard:
-            self._recent[text] = (states, n)
-            self._recent.move_to_end(text)
-            while len(self._recent) > RECENT_QUERIES:
-                self._recent.popitem(last=False)
-
-    def _recall(self, text: str, max_tokens: int) -> TokenStates | None:
-        with self._guard:
-            kept = self._recent.get(text)
-        return kept[0] if kept is not None and kept[1] <= max_tokens else None
 
     def embed_spans(
         self, texts: Sequence[str], spans: Sequence[Sequence[Span]]
@@ -243,57 +217,6 @@ class OnnxEmbedder:
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return [len(e.ids) for e in self._counter.encode_batch(list(texts))]
-
-    def token_states(
-        self,
-        texts: Sequence[str],
-        max_tokens: int,
-        *,
-        wide: bool | None = None,
-        recent: bool = False,
-    ) -> list[TokenStates]:
-        """Each text run alone (no padding) on the fp32 model, truncated at `max_tokens`: its
-        L2-normalized token vectors and their char offsets, special tokens left out.
-
-        With `recent`, a query the fp32 model embedded lately (`embed_queries`) is not run
-        again: its states from that pass are the same (the question of a token alignment; the
-        caller says whether its own request ran that pass: `QUERY_EMBEDDED`). `wide`: run on the
-        fp32 model's wide session (`lone_queries`, when there is one); None, only while no
-        other model call runs, so a lone answer's alignment uses the cores that would idle
-        and, under load, takes one thread like every other call."""
-        out: list[TokenStates] = []
-        for text in texts:
-            kept = self._recall(text, max_tokens) if recent else None
-            if kept is not None:
-                out.append(kept)
-                continue
-            e = self._counter.encode(text)
-            n = min(len(e.ids), max_tokens)
-            ids = e.ids[: n - 1] + e.ids[-1:] if n < len(e.ids) else e.ids  # keep [SEP]
-            feed = {
-                "input_ids": np.array([ids], dtype=np.int64),
-                "attention_mask": np.ones((1, len(ids)), dtype=np.int64),
-                "token_type_ids": np.zeros((1, len(ids)), dtype=np.int64),
-            }
-            if wide is None:
-                wide = self._running == 0
-            session = self._wide if wide and self._wide is not None else self._session
-            hidden = self._run(session, feed)
-            special = e.special_tokens_mask[: len(ids) - 1] + e.special_tokens_mask[-1:]
-            offsets = e.offsets[: len(ids) - 1] + e.offsets[-1:]
-            out.append(_unit_states(hidden[0], special, offsets))
-        return out
-
-
-def _unit_states(
-    hidden: npt.NDArray[np.float32], special: Sequence[int], offsets: Sequence[tuple[int, int]]
-) -> TokenStates:
-    """One text's token states without its special tokens, each L2-normalized, with its
-    char offsets."""
-    keep = [i for i, s in enumerate(special) if not s]
-    vecs = hidden[keep]
-    vecs = vecs / np.clip(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-9, None)
-    return vecs.astype(np.float32), [offsets[i] for i in keep]
 
 
 def open_sessions(paths: Sequence[Path], threads: int, *, spin: Sequence[bool] = ()) -> list[Any]:
@@ -329,8 +252,8 @@ def _session_options(threads: int, *, spin: bool = False) -> Any:
     woken for the next, which on a 2-core EPYC cost a short query as much as the second thread
     saved (block8, 150 claims with 2 ms between calls: 5.7 ms p50 on two sleeping threads, 3.3
     spinning, 5.2 on one). The fp32 model's wide session does not: over HTTP, spinning it
-    raised the p95 of token alignment's ~80-token windows from 24-26 to 33-45 ms, since a
-    spinning thread whose partner is descheduled only waits."""
+    raised the p95 of the ~80-token runs token alignment then made from 24-26 to 33-45 ms,
+    since a spinning thread whose partner is descheduled only waits."""
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
@@ -356,11 +279,11 @@ class _Queries:
         self.name, self.dim, self.max_tokens = inner.name, inner.dim, inner.max_tokens
 
     def embed(self, texts: Sequence[str]) -> Vectors:
-        # the wide session only while no other model call (a token alignment) runs
+        # the wide session only while no other model call runs
         if self.session is not None and self.inner._running == 0:
-            return self.inner._embed(texts, self.session, keep=True)
+            return self.inner._embed(texts, self.session)
         if self.exact:
-            return self.inner._embed(texts, self.inner._session, keep=True)
+            return self.inner._embed(texts, self.inner._session)
         return self.inner.embed_queries(texts)
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Sequence
-from contextvars import ContextVar
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -41,36 +40,8 @@ class SpanEmbedder(Embedder, Protocol):
 
 
 TokenStates = tuple[Vectors, list[tuple[int, int]]]
-"""One text's L2-normalized contextual token vectors (special tokens left out) and each one's
-char offsets in the text."""
-
-
-@runtime_checkable
-class TokenEmbedder(Embedder, Protocol):
-    """An embedder that also hands out its per-token states (token alignment: how well each
-    question word is matched by a word of a sentence, service.answerability)."""
-
-    def token_states(
-        self,
-        texts: Sequence[str],
-        max_tokens: int,
-        *,
-        wide: bool | None = None,
-        recent: bool = False,
-    ) -> list[TokenStates]:
-        """Each text's token vectors (truncated at `max_tokens` model tokens) from the fp32
-        model. `wide`: on more threads (None: only while nothing else runs), where the
-        embedder can. `recent`: a text its query embedding ran just now may be read from that
-        pass (`QUERY_EMBEDDED`). Blocking: call off the loop."""
-        ...
-
-
-QUERY_EMBEDDED: ContextVar[str | None] = ContextVar("ragline_query_embedded", default=None)
-"""The text a request's own query embedding ran the model on (not a cache hit, not another
-request's flight), set in its context. Only for that text may token alignment read the
-question's states from that pass: states another request left (a chat turn embeds its context
-with the question, so its bare question's states, if any, are someone else's) would make this
-one's timing say that someone, maybe of another tenant, asked the same text a moment ago."""
+"""One text's L2-normalized token vectors (special tokens left out) and each one's char offsets
+in the text (`service.embed.pieces`)."""
 
 
 @runtime_checkable

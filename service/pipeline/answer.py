@@ -211,13 +211,14 @@ class AnswerPipeline:
 
     async def _decide(self, query: str, hits: Sequence[Hit], budget: Budget) -> Decision | None:
         """Does the evidence answer? The cheap model first; where it is unsure, token
-        alignment (a model run, under its deadline) and the model that reads it."""
+        alignment (word-piece vectors, no model run) and the model that reads it."""
         if not self.settings.generator.abstain:
             return None
         model = load_model()
         decision = decide(query, hits, model)
         if self.aligner is not None and hits and model.wants_alignment(decision.signals):
-            aligned = await self.aligner.align(query, hits, budget)
+            async with budget.timed("alignment"):
+                aligned = self.aligner.align(query, hits)
             if aligned is not None:
                 decision = realign(decision, aligned, model)
         return decision

@@ -1,8 +1,8 @@
 """One worker thread with a bounded backlog: CPU work a request can go on without.
 
-Token alignment (`align.py`) and groundedness (`ground.py`) are model or scorer runs that
-cannot be cancelled once started. Each gets one thread (a second took a core from the query
-embedder under load) and a backlog bound: a call that would queue past it is not made (the
+Groundedness (`ground.py`) is a scorer run that cannot be cancelled once started. It gets one
+thread (a second took a core from the query embedder under load; token alignment, which ran on
+one too, now runs no model) and a backlog bound: a call that would queue past it is not made (the
 caller goes on without its result and says so), and a caller that stops waiting leaves the
 run to finish on its own, still counted against the bound until it does.
 """
@@ -59,11 +59,6 @@ class BoundedWorker:
         except TimeoutError:
             self.skipped += 1
             return None
-
-    async def warm(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """`fn(*args)` on the worker, outside the bound (before serving)."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, lambda: fn(*args, **kwargs))
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)

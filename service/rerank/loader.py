@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from service.config import Settings
+from service.embed.loader import embedder_model_dir
 from service.embed.onnx_export import export_onnx
-from service.embed.protocol import packaged_model_dir
 from service.rerank.cross_encoder import CrossEncoderReranker
 from service.rerank.features import FeatureReranker
 from service.rerank.maxsim import MaxSimReranker
@@ -22,7 +22,6 @@ def load_reranker(settings: Settings) -> Reranker | None:
     if r.backend == "cross_encoder":
         return CrossEncoderReranker(Path(r.model_dir), threads=r.threads)
 
-    e = settings.embedder
-    model_dir = Path(e.model_dir) if e.model_dir else packaged_model_dir()
+    model_dir = embedder_model_dir(settings.embedder)
     onnx_path = export_onnx(model_dir, settings.state_dir / "models" / "onnx")
     return MaxSimReranker(model_dir, onnx_path, threads=r.threads)

@@ -332,11 +332,11 @@ def test_auto_times_the_query_models_once_per_machine_and_keeps_the_fastest(
 
 
 @pytest.mark.parametrize("kind", ["block8", "split8"])
-def test_exact_queries_run_on_fp32_and_keep_their_token_states(
+def test_exact_queries_run_on_fp32(
     onnx_dir: Path, embedder: OnnxEmbedder, kind: Quantization
 ) -> None:
-    """An answer embeds its question on the fp32 model where searches run on a copy: its token
-    alignment then reads the question's states from that pass instead of running it again."""
+    """An answer embeds its question on the fp32 model where searches run on a copy (the
+    answerability model was fitted on its vectors), on one thread or on the wide session."""
     from service.embed.quantize import quantized_query_model  # noqa: PLC0415
 
     q8 = quantized_query_model(onnx_dir, kind)
@@ -348,21 +348,6 @@ def test_exact_queries_run_on_fp32_and_keep_their_token_states(
     np.testing.assert_array_equal(exact.embed(ENGLISH), want)
     np.testing.assert_allclose(exact_lone.embed(ENGLISH), want, rtol=0, atol=1e-5)
     assert not np.allclose(for_queries(emb).embed(ENGLISH), want, rtol=0, atol=1e-5)
-    ran: list[object] = []
-    real_run = emb._run
-
-    def counted(session: object, feed: dict[str, object]) -> object:
-        ran.append(session)
-        return real_run(session, feed)
-
-    emb._run = counted  # type: ignore[assignment,method-assign]
-    exact.embed([ENGLISH[0]])
-    assert len(ran) == 1
-    states = emb.token_states([ENGLISH[0]], 64, recent=True)
-    assert len(ran) == 1  # read back from the exact pass, not run again
-    want_states = embedder.token_states([ENGLISH[0]], 64)[0]
-    np.testing.assert_allclose(states[0][0], want_states[0], atol=1e-5)
-    assert states[0][1] == want_states[1]
     # an fp32 query model has no separate exact path
     assert embedder.exact_queries() is None and embedder.exact_queries(lone=True) is None
 
@@ -399,7 +384,7 @@ def test_only_a_serving_load_makes_the_lone_query_session(onnx_dir: Path) -> Non
 def test_only_a_quantized_copys_lone_query_session_spins(onnx_dir: Path) -> None:
     """Its pool threads spin between the model's steps, and only inside a call; every other
     session's sleep: spinning beside other model calls doubled their latency, and on the fp32
-    model's wide session it lengthened token alignment's tail."""
+    model's wide session it lengthened the tail of long runs."""
     entry = "session.intra_op.allow_spinning"
 
     def spins(session: object) -> bool:
@@ -417,81 +402,3 @@ def test_only_a_quantized_copys_lone_query_session_spins(onnx_dir: Path) -> None
     fp32 = OnnxEmbedder(packaged_model_dir(), onnx_dir, threads=1)
     assert fp32.lone_queries(2) is not None and fp32._wide is not None
     assert not spins(fp32._wide) and not spins(fp32._session)
-
-
-def test_token_states_are_the_models_own_and_point_into_the_text(embedder: OnnxEmbedder) -> None:
-    """Token alignment reads these: one unit vector per word piece of the text (no [CLS] or
-    [SEP]), each with the characters it came from, truncated at the model tokens asked for."""
-    text = "Statins lower LDL cholesterol."
-    [(vecs, offsets)] = embedder.token_states([text], 64)
-    pieces = embedder.count_tokens([text])[0] - 2  # without [CLS] and [SEP]
-    assert vecs.shape == (pieces, embedder.dim) and len(offsets) == pieces
-    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
-    assert "statins".startswith(text[offsets[0][0] : offsets[0][1]].lower())  # a piece of it
-    assert text[offsets[-1][0] : offsets[-1][1]] == "."
-    # the same states the sentence vectors are pooled from: their mean is the text's vector
-    # (up to [CLS]/[SEP], which the pooled vector also holds)
-    pooled = vecs.mean(axis=0)
-    assert float(pooled @ embedder.embed([text])[0] / np.linalg.norm(pooled)) > 0.9
-    [(cut, cut_offsets)] = embedder.token_states([LONG], 32)
-    assert len(cut) == len(cut_offsets) == 30  # 32 tokens, [CLS] and [SEP] among them
-    [(hindi, _)] = embedder.token_states([HINDI_HINGLISH[0]], 64)
-    assert len(hindi) > 0
-
-
-def test_a_query_just_embedded_is_not_run_again_for_its_token_states(onnx_dir: Path) -> None:
-    """Token alignment asks for the question's states right after its query embedding: they
-    come from that pass (the same model, the same states) instead of a second model run."""
-    fp32 = onnx_export.load_onnx_embedder(packaged_model_dir(), onnx_dir, threads=1)
-    question = ENGLISH[0]
-    [(want, want_offsets)] = fp32.token_states([question], 32)
-    runs: list[int] = []
-    real = fp32._run
-
-    def counted(session: object, feed: dict[str, np.ndarray]) -> np.ndarray:
-        runs.append(feed["input_ids"].shape[1])
-        return real(session, feed)
-
-    fp32._run = counted  # type: ignore[method-assign]
-    for_queries(fp32).embed([question, ENGLISH[1]])  # a batch: padded rows are kept too
-    assert len(runs) == 1
-    [(got, got_offsets)] = fp32.token_states([question], 32, recent=True)
-    assert len(runs) == 1  # no second run
-    assert got_offsets == want_offsets
-    np.testing.assert_allclose(got, want, atol=1e-5)
-    fp32.token_states([question], 32)  # unless the caller's request did not run that pass
-    assert len(runs) == 2
-    # a question longer than asked is run again, truncated as asked
-    for_queries(fp32).embed([LONG])
-    [(cut, _)] = fp32.token_states([LONG], 32, recent=True)
-    assert len(runs) == 4 and runs[-1] == 32 and len(cut) == 30
-    # a query the model cut at its length is not kept: those are not the whole text's states
-    long = " ".join([LONG] * 3)
-    for_queries(fp32).embed([long])
-    assert fp32._recall(long, 10_000) is None
-    # documents are never kept: only queries are asked for again
-    fp32.embed([ENGLISH[2]])
-    fp32.token_states([ENGLISH[2]], 32, recent=True)
-    assert len(runs) == 7
-
-
-def test_a_quantized_querys_states_are_not_taken_for_the_fp32_models(onnx_dir: Path) -> None:
-    """Alignment was fitted on the fp32 model's states: a query embedded on a quantized copy
-    keeps nothing, and its states are computed on the fp32 model (on every core when a wide
-    session exists and nothing else runs: the same states)."""
-    from service.embed.quantize import quantized_query_model  # noqa: PLC0415
-
-    fp32 = onnx_export.load_onnx_embedder(packaged_model_dir(), onnx_dir, threads=1)
-    q8 = quantized_query_model(onnx_dir, "block8")
-    assert q8 is not None
-    mixed = OnnxEmbedder(packaged_model_dir(), onnx_dir, threads=1, query_model=q8)
-    question = ENGLISH[1]
-    for_queries(mixed).embed([question])
-    assert mixed._recall(question, 64) is None
-    [(got, _)] = mixed.token_states([question], 64)
-    [(want, _)] = fp32.token_states([question], 64)
-    np.testing.assert_array_equal(got, want)
-    assert mixed.lone_queries(2) is not None  # its wide session runs the quantized copy
-    for wide in (True, False, None):
-        [(states, _)] = mixed.token_states([LONG], 96, wide=wide)
-        np.testing.assert_allclose(states, fp32.token_states([LONG], 96)[0][0], atol=1e-4)

@@ -1,12 +1,10 @@
-"""Token alignment: the math, the band where it decides, and the bounded stage that runs it."""
+"""Token alignment: the math, the word-piece vectors it reads, and the band where it decides."""
 
 from __future__ import annotations
 
-import asyncio
-import threading
-import zlib
-from collections.abc import Sequence
+from pathlib import Path
 
+import msgspec
 import numpy as np
 import pytest
 
@@ -17,14 +15,15 @@ from service.answerability import (
     alignment,
     alignment_window,
     decide,
+    token_alignment,
 )
 from service.config import load_settings
-from service.embed.protocol import QUERY_EMBEDDED, TokenStates, Vectors
+from service.embed.pieces import PieceVectors, piece_vectors
+from service.embed.protocol import packaged_model_dir
 from service.identity import Principal
 from service.index.protocol import NO_SCORE, Hit
 from service.pipeline.align import Aligner
 from service.pipeline.answer import AnswerPipeline, Question
-from service.pipeline.budget import Budget
 
 pytestmark = pytest.mark.unit
 
@@ -114,46 +113,6 @@ def test_alignment_decides_only_where_the_sentence_model_is_unsure() -> None:
     assert not no_aligned.wants_alignment(_signals(0.5))
 
 
-class FakeTokens:
-    """Token states by word: a word's vector is the same wherever it stands (a test double of
-    the embedder's contextual states), so alignment counts the question words a window holds."""
-
-    name, dim, max_tokens = "fake", 64, 256
-
-    def __init__(self, gate: threading.Event | None = None) -> None:
-        self.gate = gate
-        self.calls = 0
-        self.recent: list[bool] = []
-
-    def _vec(self, word: str) -> list[float]:
-        rng = np.random.default_rng(zlib.crc32(word.lower().strip("?.,").encode()))
-        return _unit(*rng.standard_normal(self.dim))
-
-    def token_states(
-        self, texts: Sequence[str], max_tokens: int, *, recent: bool = False, **_: object
-    ) -> list[TokenStates]:
-        self.calls += 1
-        self.recent.append(recent)
-        if self.gate is not None:
-            self.gate.wait(5)
-        out: list[TokenStates] = []
-        for text in texts:
-            offsets, at = [], 0
-            for word in text.split()[:max_tokens]:
-                start = text.index(word, at)
-                offsets.append((start, start + len(word)))
-                at = start + len(word)
-            vecs = np.array([self._vec(text[a:b]) for a, b in offsets], np.float32)
-            out.append((vecs.reshape(len(offsets), self.dim), offsets))
-        return out
-
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        return np.zeros((len(texts), self.dim), np.float32)
-
-    def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        return [len(t.split()) for t in texts]
-
-
 HITS = [
     Hit(
         id="a",
@@ -167,31 +126,55 @@ HITS = [
 ]
 
 
-async def test_the_stage_aligns_and_is_bounded_when_late_or_busy() -> None:
-    aligner = Aligner(FakeTokens(), timeout_ms=1000)
-    budget = Budget(5000)
-    held = await aligner.align("who founded the company", HITS, budget)
-    missing = await aligner.align("what does the company export", HITS, budget)
-    assert held is not None and missing is not None
-    assert held[1] == pytest.approx(1.0, abs=1e-5)  # "founded" and "company" are both there
-    assert missing[1] < 0.5  # "export" is not
-    assert budget.degraded == [] and "alignment" in budget.timings_ms
-    aligner.close()
+@pytest.fixture(scope="module")
+def pieces() -> PieceVectors:
+    found = piece_vectors(packaged_model_dir())
+    assert found is not None
+    return found
 
-    gate = threading.Event()
-    slow = Aligner(FakeTokens(gate), timeout_ms=30, max_backlog=1)
-    late = Budget(5000)
-    assert await slow.align("who founded the company", HITS, late) is None
-    assert late.degraded == ["alignment_timeout"]  # the answer says it decided without it
-    busy = Budget(5000)  # the first run still holds the one slot
-    assert await slow.align("who founded the company", HITS, busy) is None
-    assert busy.degraded == ["alignment_busy"] and slow.skipped == 2
-    gate.set()
-    await asyncio.sleep(0.05)
-    assert await slow.align("who founded the company", HITS, Budget(5000)) is not None
-    slow.close()
-    assert Aligner.of(FakeTokens(), 0) is None  # generator.align_ms = 0: off
-    assert Aligner.of(object(), 60) is None  # type: ignore[arg-type]  # no token states
+
+def test_word_pieces_are_the_models_table_rows_and_point_into_the_text(
+    pieces: PieceVectors,
+) -> None:
+    text = "Unbelievably, FastAPI rocks."
+    vecs, offsets = pieces.states(text, 96)
+    assert [text[a:b] for a, b in offsets] == [
+        *("Un", "bel", "ie", "va", "bly", ","),  # no [CLS] or [SEP]
+        *("Fast", "AP", "I", "rocks", "."),
+    ]
+    assert len(vecs) == len(offsets)
+    np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-3)
+    # the same word is the same vector wherever it stands (no context: a table row)
+    alone, _ = pieces.states("company", 8)
+    among, _ = pieces.states("the company of wolves", 8)
+    np.testing.assert_allclose(alone[0], among[1])
+    # truncated as the model would read it: `max_tokens` counts [CLS] and [SEP]
+    cut, cut_offsets = pieces.states("a b c d e f g h", 4)
+    assert len(cut) == 2 and cut_offsets == [(0, 1), (2, 3)]
+
+
+def test_alignment_finds_the_question_words_a_sentence_holds_and_misses_the_rest(
+    pieces: PieceVectors,
+) -> None:
+    window = alignment_window(HITS)
+    held = token_alignment(pieces, "who founded the company", window)
+    missing = token_alignment(pieces, "what does the company export", window)
+    assert held[1] == pytest.approx(1.0, abs=1e-3)  # "founded" and "company" are both there
+    assert missing[1] < 0.5 < held[1]  # "export" is not
+
+
+def test_alignment_is_on_unless_turned_off_and_needs_the_models_table(
+    pieces: PieceVectors,
+) -> None:
+    assert Aligner.of(pieces) is not None
+    assert Aligner.of(pieces, enabled=False) is None
+    assert Aligner.of(None) is None  # a model without a word-piece table
+    g = load_settings(None).generator
+    assert g.aligns
+    assert not msgspec.structs.replace(g, align=False).aligns
+    assert not msgspec.structs.replace(g, align_ms=0.0).aligns  # the old switch still works
+    assert msgspec.structs.replace(g, align_ms=150.0).aligns  # an old deadline is ignored
+    assert piece_vectors(Path("/nonexistent/model")) is None
 
 
 class OneRetrieval:
@@ -199,72 +182,36 @@ class OneRetrieval:
         return list(HITS)
 
 
-async def test_the_pipeline_asks_for_alignment_only_when_the_model_is_unsure(
-    monkeypatch: pytest.MonkeyPatch,
+async def test_the_pipeline_aligns_only_when_the_model_is_unsure(
+    monkeypatch: pytest.MonkeyPatch, pieces: PieceVectors
 ) -> None:
     from service.generate.extractive import ExtractiveGenerator  # noqa: PLC0415
     from service.generate.router import GeneratorRouter  # noqa: PLC0415
     from service.pipeline import answer as answer_module  # noqa: PLC0415
 
-    tokens = FakeTokens()
+    aligner = Aligner(pieces)
+    calls: list[str] = []
+    real = aligner.align
+    monkeypatch.setattr(aligner, "align", lambda q, h: calls.append(q) or real(q, h))
     pipeline = AnswerPipeline(
         OneRetrieval(),  # type: ignore[arg-type]
         GeneratorRouter.of(ExtractiveGenerator(3)),
         load_settings(None),
-        aligner=Aligner(tokens, timeout_ms=1000),
+        aligner=aligner,
     )
     who = Principal(tenant_id="t", user_id="u")
     q = Question(
         query="who founded the company", filters=None, top_k=3, max_tokens=64, request_id="r"
     )
-    for band, runs in (([0.0, 1.01], 2), ([0.0, 0.0], 0)):
+    for band, runs in (([0.0, 1.01], 1), ([0.0, 0.0], 0)):
         model = Model(version="t", models=dict(MODEL.models), align_band=band)
         model.models["sentence"] = _logistic("sentence_sim", 0.0)  # p = 0.5 always
         monkeypatch.setattr(answer_module, "load_model", lambda m=model: m)
-        tokens.calls = 0
+        calls.clear()
         prepared = await pipeline.prepare(who, q)
-        assert tokens.calls == runs  # question and window, or nothing at all
+        assert len(calls) == runs
         assert prepared.answerability is not None
         assert prepared.answerability.model == ("aligned" if runs else "sentence")
+        assert ("alignment" in prepared.budget.timings_ms) == bool(runs)
+        assert prepared.budget.degraded == []
     assert decide("who founded the company", HITS, MODEL, aligned=(1.0, 1.0)).answerable
-    pipeline.aligner.close()  # type: ignore[union-attr]
-
-
-async def test_the_question_is_read_from_its_query_pass_only_when_this_request_ran_it() -> None:
-    """States another request left (maybe of another tenant) must not make this request's
-    alignment faster: its timing would say someone asked the same text a moment ago. Only a
-    request whose own query embedding ran the model may read the question's states from it."""
-    fake = FakeTokens()
-    aligner = Aligner(fake, timeout_ms=1000)
-
-    question = "who founded the company"
-
-    async def request(embedded: str | None) -> None:  # each request runs in a context of its own
-        if embedded is not None:
-            QUERY_EMBEDDED.set(embedded)
-        assert await aligner.align(question, HITS, Budget(5000)) is not None
-
-    await asyncio.create_task(request(None))  # a cache hit: no pass of its own
-    await asyncio.create_task(request(question))
-    await asyncio.create_task(request(None))  # the previous request's flag does not carry over
-    # a chat turn embedded its context with the question: the bare question's states, if
-    # kept, came from someone else's pass
-    await asyncio.create_task(request(f"earlier turn\n{question}"))
-    # (question, window) each
-    assert fake.recent == [False, False, True, False, False, False, False, False]
-    aligner.close()
-
-
-async def test_the_batcher_marks_its_callers_context() -> None:
-    from service.embed.batcher import MicroBatcher  # noqa: PLC0415
-    from service.embed.fake import HashEmbedder  # noqa: PLC0415
-
-    batcher = MicroBatcher(HashEmbedder(), max_wait_ms=0)
-
-    async def request() -> bool:
-        await batcher.embed("who founded the company")
-        return QUERY_EMBEDDED.get()
-
-    assert await asyncio.create_task(request()) == "who founded the company"
-    assert QUERY_EMBEDDED.get() is None  # the test's own context was never marked
-    await batcher.close()

@@ -25,10 +25,3 @@ async def test_busy_late_and_released() -> None:
     assert second is not None and await worker.wait(second, asyncio.timeout(1)) == 42
     assert worker.skipped == 3
     worker.close()
-
-
-async def test_warm_runs_outside_the_bound() -> None:
-    worker = BoundedWorker("test", max_backlog=0)
-    assert worker.submit(lambda: 1) is None
-    assert await worker.warm(lambda x: x + 1, 1) == 2
-    worker.close()
