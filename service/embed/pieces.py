@@ -59,10 +59,11 @@ class PieceVectors:
         """`text`'s word-piece vectors (truncated at `max_tokens` model tokens, its special
         tokens counted and left out) and each piece's char offsets in `text`."""
         e = self._tokenizer.encode(text)
-        n = min(len(e.ids), max_tokens - 1)  # as the model would read it: [SEP] last
-        keep = [i for i in range(n) if not e.special_tokens_mask[i]]
-        vecs = self._table[[e.ids[i] for i in keep]].astype(np.float32)
-        return vecs, [e.offsets[i] for i in keep]
+        ids, special, offsets = e.ids, e.special_tokens_mask, e.offsets  # each a new list
+        n = min(len(ids), max_tokens - 1)  # as the model would read it: [SEP] last
+        keep = [i for i in range(n) if not special[i]]
+        vecs = self._table[[ids[i] for i in keep]].astype(np.float32)
+        return vecs, [offsets[i] for i in keep]
 
 
 @lru_cache(maxsize=4)
