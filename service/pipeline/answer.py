@@ -147,12 +147,14 @@ class AnswerPipeline:
             budget=budget,
         )
         t = self.settings.trim  # before numbering: S1…Sn are the passages the generator sees
-        hits = trim(
-            await self._sources(principal, q, hits, budget),
-            budget_tokens=t.context_tokens,
-            duplicate_threshold=t.duplicate_threshold,
-            merge=t.merge_neighbours,
-        )
+        sources = await self._sources(principal, q, hits, budget)
+        async with budget.timed("trim"):
+            hits = trim(
+                sources,
+                budget_tokens=t.context_tokens,
+                duplicate_threshold=t.duplicate_threshold,
+                merge=t.merge_neighbours,
+            )
         # the request's own k and sources (its search asked for COPIES times as many)
         telemetry.annotate(k=q.top_k, hits=len(hits))
         decision = await self._decide(q.query, hits, budget)
@@ -215,7 +217,8 @@ class AnswerPipeline:
         if not self.settings.generator.abstain:
             return None
         model = load_model()
-        decision = decide(query, hits, model)
+        async with budget.timed("answerability"):
+            decision = decide(query, hits, model)
         if self.aligner is not None and hits and model.wants_alignment(decision.signals):
             async with budget.timed("alignment"):
                 aligned = self.aligner.align(query, hits)

@@ -213,5 +213,6 @@ async def test_the_pipeline_aligns_only_when_the_model_is_unsure(
         assert prepared.answerability is not None
         assert prepared.answerability.model == ("aligned" if runs else "sentence")
         assert ("alignment" in prepared.budget.timings_ms) == bool(runs)
+        assert {"trim", "answerability"} <= set(prepared.budget.timings_ms)  # timed stages
         assert prepared.budget.degraded == []
     assert decide("who founded the company", HITS, MODEL, aligned=(1.0, 1.0)).answerable
