@@ -51,8 +51,12 @@ def term_weights(text: str, of: Sequence[str] | None = None) -> dict[str, float]
     """Each term's stored weight in a chunk's text, by term (what `doc_vector` stores by id);
     with `of`, at least those terms' (the words alone when none of them is a skeleton: the
     skeletons cost more to make than the words, and a Latin-script question asks for none; a
-    text with non-ASCII words may carry glossary terms)."""
-    if of is not None and text.isascii() and not any(t.startswith(phonetic.PREFIX) for t in of):
+    text with Devanagari words may carry glossary terms, which add to its words' counts)."""
+    if (
+        of is not None
+        and not glossary.may_hold(text)
+        and not any(t.startswith(phonetic.PREFIX) for t in of)
+    ):
         words = bm25_terms(text)
         return _saturated(Counter(words), len(words))
     terms, length = _doc_terms(text)

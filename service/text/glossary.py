@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from functools import cache
 
+import regex
+
 from service.text.tokenize import bm25_terms
 
 _ENTRIES = """
@@ -120,6 +122,15 @@ def _table() -> dict[str, tuple[str, ...]]:
         if len(stems) == 1 and said:
             out.setdefault(stems[0], said)
     return out
+
+
+_SCRIPT = regex.compile(r"\p{Devanagari}")
+
+
+def may_hold(text: str) -> bool:
+    """Whether `text` may hold a glossary word (every one is written in Devanagari): a text
+    without any has no glossary terms (SciFact's "β-cells" or "naïve" included)."""
+    return not text.isascii() and _SCRIPT.search(text) is not None
 
 
 def english_terms(term: str) -> tuple[str, ...]:

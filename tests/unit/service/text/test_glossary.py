@@ -1,6 +1,6 @@
 from service.answerability import content_keys
 from service.text.bm25 import doc_vector, query_terms, term_id
-from service.text.glossary import _ENTRIES, _table, english_terms
+from service.text.glossary import _ENTRIES, _table, english_terms, may_hold
 from service.text.terms import held_terms
 from service.text.tokenize import bm25_terms
 
@@ -36,3 +36,9 @@ def test_a_sentence_saying_the_english_word_holds_the_hindi_term() -> None:
     assert not set(asked) & held_terms("The page loads fast.", keys)
     # an English word in Devanagari still meets its Latin spelling by its skeleton
     assert bm25_terms("मिडलवेयर")[0] in held_terms("Add a middleware.", content_keys("मिडलवेयर"))
+
+
+def test_every_glossary_word_is_written_in_devanagari() -> None:
+    """`may_hold` looks for Devanagari: a glossary word in another script would be missed."""
+    for hindi in _table():
+        assert may_hold(hindi), hindi

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.text import phonetic
+from service.text import glossary, phonetic
 from service.text.bm25 import doc_vector, query_terms, query_vector, term_weights
 from service.text.tokenize import bm25_terms, words
 
@@ -82,3 +82,17 @@ def test_the_weights_of_word_terms_alone_are_the_full_weights() -> None:
     some = term_weights(page, words_asked)
     assert all(some.get(t) == full.get(t) for t in words_asked)
     assert term_weights(page, [*words_asked, "~mdlvr"])["~mdlvr"] == full["~mdlvr"]
+
+
+def test_a_text_in_other_scripts_takes_the_words_alone_path_with_the_same_weights() -> None:
+    """SciFact's abstracts hold "β", "–" or "naïve": no glossary word (all Devanagari), so the
+    words' weights come without making the page's skeletons, and equal the full ones."""
+    page = "β-cells secrete insulin – a naïve model of the café; insulin is secreted twice."
+    assert not glossary.may_hold(page) and glossary.may_hold("यह ऐप app है")
+    full = term_weights(page)
+    asked = ["insulin", "secret", "cell", "absent"]
+    some = term_weights(page, asked)
+    assert all(some.get(t) == full.get(t) for t in asked)
+    assert not any(t.startswith(phonetic.PREFIX) for t in some)  # no skeletons were made
+    hindi = "यह ऐप app है और ऐप चलता है"  # "ऐप" adds "app" to the count: the full path
+    assert term_weights(hindi, ["app"])["app"] == term_weights(hindi)["app"]
