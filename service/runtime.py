@@ -154,7 +154,8 @@ class Runtime:
             keys=Keys.for_runtime(settings, embedder.name, query_model),
         )
         # where queries run on a quantized copy, answers still embed their question on the
-        # fp32 model: their token alignment needs its states anyway (one pass, not two)
+        # fp32 model: the answerability model and sentence selection were fitted on its
+        # vectors (on the copy, a bar answer lost its gold page: README, issue #18)
         exact = getattr(embedder, "exact_queries", None)
         self.batcher = MicroBatcher(
             for_queries(embedder),

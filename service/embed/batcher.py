@@ -22,9 +22,9 @@ query takes the side that has lately been faster (wide unless narrow clearly is)
 then one tries the other, to notice when that changes.
 
 `exact` (and `exact_alone`), when given, embed the queries asked for with `exact=True`: the
-fp32 model, where `embedder` runs queries on a quantized copy. An answer asks so, since its
-token alignment needs the fp32 model's states of the question anyway; a search needs only the
-vector. Both kinds share the queue, the workers and the bounds; one call embeds each kind's
+fp32 model, where `embedder` runs queries on a quantized copy. An answer asks so (its
+answerability model and sentence selection were fitted on fp32 vectors); a search needs only
+the vector. Both kinds share the queue, the workers and the bounds; one call embeds each kind's
 texts in turn (each kind's callers answered as its part ends).
 """
 

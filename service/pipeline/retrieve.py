@@ -99,7 +99,7 @@ class Retriever:
         exact: bool = False,
     ) -> None:
         """`exact`: queries on the fp32 model even where searches run on a quantized copy (the
-        answers' retriever: their token alignment reads the question's fp32 states again)."""
+        answers' retriever: their answerability model was fitted on fp32 vectors)."""
         self.batcher = batcher
         self.index = index
         self.settings = settings
