@@ -25,13 +25,13 @@ import regex
 import snowballstemmer
 
 from service.text.memo import MAX_CHARS
+from service.text.tokenize import has_devanagari
 
 Embed = Callable[[list[str]], npt.NDArray[Any]]
 """Texts to L2-normalized embeddings, one row per text."""
 
 _WORD = regex.compile(r"[\p{L}\p{M}\p{N}]+")
 _NUMBER = regex.compile(r"\p{N}+(?:[.,]\p{N}+)*")
-_DEVANAGARI = regex.compile(r"\p{Devanagari}")
 _CITATION = regex.compile(r"\[\s*([A-Za-z]{0,3}\d+(?:\s*[,;]\s*[A-Za-z]{0,3}\d+)*)\s*\]")
 _LEADING_CITATIONS = regex.compile(r"^((?:\s*\[[^\[\]]*\])+)\s*(.*)$", regex.DOTALL)
 _BOUNDARY = regex.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+|(?<=[।॥])\s*")
@@ -198,7 +198,7 @@ def strip_citations(sentence: str) -> str:
 def _stem(word: str) -> str:
     if word.isascii() and word.isalpha():
         language = "en"
-    elif _DEVANAGARI.search(word):
+    elif has_devanagari(word):
         language = "hi"
     else:
         return word

@@ -20,9 +20,7 @@ from __future__ import annotations
 
 from functools import cache
 
-import regex
-
-from service.text.tokenize import bm25_terms
+from service.text.tokenize import bm25_terms, has_devanagari
 
 _ENTRIES = """
 परीक्षण test testing
@@ -124,13 +122,10 @@ def _table() -> dict[str, tuple[str, ...]]:
     return out
 
 
-_SCRIPT = regex.compile(r"\p{Devanagari}")
-
-
 def may_hold(text: str) -> bool:
     """Whether `text` may hold a glossary word (every one is written in Devanagari): a text
     without any has no glossary terms (SciFact's "β-cells" or "naïve" included)."""
-    return not text.isascii() and _SCRIPT.search(text) is not None
+    return has_devanagari(text)
 
 
 def english_terms(term: str) -> tuple[str, ...]:

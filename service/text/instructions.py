@@ -24,6 +24,7 @@ import regex
 
 from service.text.markdown import is_block, list_items, said
 from service.text.memo import memo_text
+from service.text.tokenize import has_devanagari
 
 _HOW_EN = regex.compile(
     r"\bhow\b(?!\s+(?:many|much|long|often|old|big|large|small|far|fast|come)\b)"
@@ -133,9 +134,6 @@ def _hindi_step(text: str) -> bool:
     return _HI_YOU_CAN.search(text) is not None or _HI_YOU_MUST.search(text) is not None
 
 
-_DEVANAGARI = regex.compile(r"\p{Devanagari}")
-
-
 @memo_text
 def is_step(unit: str) -> bool:
     """The unit tells the reader to do something: an instruction, or a list of them."""
@@ -151,6 +149,6 @@ def is_step(unit: str) -> bool:
 def _says_step(text: str) -> bool:
     if not text:
         return False
-    if _DEVANAGARI.search(text):
+    if has_devanagari(text):
         return _hindi_step(text)
     return _english_step(text)

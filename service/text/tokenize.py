@@ -43,6 +43,11 @@ _LONG_VOWELS = str.maketrans({"ी": "ि", "ू": "ु", "ई": "इ", "ऊ": "
 _JOINERS = str.maketrans("", "", "\u200c\u200d")
 
 
+def has_devanagari(text: str) -> bool:
+    """Whether `text` holds a Devanagari letter (an ASCII text, the usual case, is told at once)."""
+    return not text.isascii() and _DEVANAGARI.search(text) is not None
+
+
 def hindi_spelling(word: str) -> str:
     """One Devanagari word in a single spelling of its common variants (module docstring)."""
     word = word.replace(_NUKTA, "").replace(_CHANDRABINDU, _ANUSVARA)
