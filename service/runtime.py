@@ -36,8 +36,7 @@ from service.db.health import Database
 from service.db.keys import KEY_PREFIX, PLATFORM_PREFIX, grant_for_key
 from service.db.pool import embedded_restarter, open_pool
 from service.embed.batcher import MicroBatcher
-from service.embed.loader import embedder_model_dir, load_embedder
-from service.embed.pieces import piece_vectors
+from service.embed.loader import load_embedder
 from service.embed.protocol import Embedder, for_queries
 from service.embed.quantize import model_id
 from service.errors import UpstreamError
@@ -211,9 +210,7 @@ class Runtime:
             self.router,
             settings,
             grounder=Grounder.from_settings(settings.grounding, embedder),
-            aligner=Aligner.of(
-                piece_vectors(embedder_model_dir(settings.embedder)), settings.generator.aligns
-            ),
+            aligner=Aligner.of(settings),
         )
         self.answers = CachingPipeline(
             inner=self.pipeline,

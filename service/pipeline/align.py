@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from service.answerability import alignment_window, token_alignment
-from service.embed.pieces import PieceVectors
+from service.config import Settings
+from service.embed.loader import embedder_model_dir
+from service.embed.pieces import PieceVectors, piece_vectors
 from service.index.protocol import Hit
 
 
@@ -22,9 +24,15 @@ class Aligner:
         self.pieces = pieces
 
     @classmethod
-    def of(cls, pieces: PieceVectors | None, enabled: bool = True) -> Aligner | None:
-        """An aligner over `pieces`; None when the model has none or alignment is off."""
-        return cls(pieces) if enabled and pieces is not None else None
+    def of(cls, settings: Settings) -> Aligner | None:
+        """An aligner over the embedder's word-piece vectors; None when alignment is off
+        (`generator.align`, or no abstention at all: then its table is never read) or the
+        model has no table."""
+        g = settings.generator
+        if not (g.abstain and g.aligns):
+            return None
+        pieces = piece_vectors(embedder_model_dir(settings.embedder))
+        return cls(pieces) if pieces is not None else None
 
     def warm_up(self, question: str, window: str) -> None:
         """One alignment before serving (the tokenizer's first call)."""

@@ -17,11 +17,12 @@ from service.answerability import (
     decide,
     token_alignment,
 )
-from service.config import load_settings
+from service.config import Settings, load_settings
 from service.embed.pieces import PieceVectors, piece_vectors
 from service.embed.protocol import packaged_model_dir
 from service.identity import Principal
 from service.index.protocol import NO_SCORE, Hit
+from service.pipeline import align as align_module
 from service.pipeline.align import Aligner
 from service.pipeline.answer import AnswerPipeline, Question
 
@@ -164,12 +165,22 @@ def test_alignment_finds_the_question_words_a_sentence_holds_and_misses_the_rest
 
 
 def test_alignment_is_on_unless_turned_off_and_needs_the_models_table(
-    pieces: PieceVectors,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert Aligner.of(pieces) is not None
-    assert Aligner.of(pieces, enabled=False) is None
-    assert Aligner.of(None) is None  # a model without a word-piece table
-    g = load_settings(None).generator
+    settings = load_settings(None)
+    g = settings.generator
+
+    def with_generator(**changes: object) -> Settings:
+        return msgspec.structs.replace(settings, generator=msgspec.structs.replace(g, **changes))
+
+    assert Aligner.of(settings) is not None
+    model_dir = str(Path("/nonexistent/model"))  # a model without a word-piece table
+    embedder = msgspec.structs.replace(settings.embedder, model_dir=model_dir)
+    assert Aligner.of(msgspec.structs.replace(settings, embedder=embedder)) is None
+    # off: the table is never read
+    monkeypatch.setattr(align_module, "piece_vectors", lambda _: pytest.fail("table read"))
+    assert Aligner.of(with_generator(align=False)) is None
+    assert Aligner.of(with_generator(abstain=False)) is None
     assert g.aligns
     assert not msgspec.structs.replace(g, align=False).aligns
     assert not msgspec.structs.replace(g, align_ms=0.0).aligns  # the old switch still works
