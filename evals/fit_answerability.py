@@ -44,14 +44,13 @@ from service.answerability import (
     Logistic,
     Model,
     Signals,
-    alignment_window,
     compute,
-    token_alignment,
 )
 from service.config import load_settings
 from service.embed.loader import embedder_model_dir
 from service.embed.pieces import PieceVectors, piece_vectors
 from service.index.protocol import Hit
+from service.pipeline.align import Aligner
 from service.pipeline.budget import Budget
 from service.pipeline.trim import trim
 from service.runtime import Runtime
@@ -141,13 +140,15 @@ async def collect(data: Path, suites: Sequence[str], config: str | None) -> list
 
 
 def align(pieces: PieceVectors | None, question: str, hits: Sequence[Hit], sig: Signals) -> Signals:
-    """`sig` with the question's token alignment, for every English question with sentence
-    vectors (the fit needs it everywhere; serving computes it only where `sentence` is unsure)."""
-    window = alignment_window(hits)
-    if pieces is None or not (sig.lang == "en" and sig.has_sentences and window):
+    """`sig` with the question's token alignment (as served: `Aligner.align`), for every English
+    question with sentence vectors (the fit needs it everywhere; serving computes it only where
+    `sentence` is unsure)."""
+    if pieces is None or not (sig.lang == "en" and sig.has_sentences):
         return sig
-    sig.align_mean, sig.align_min = token_alignment(pieces, question, window)
-    sig.has_alignment = True
+    aligned = Aligner(pieces).align(question, hits)
+    if aligned is not None:
+        sig.align_mean, sig.align_min = aligned
+        sig.has_alignment = True
     return sig
 
 
