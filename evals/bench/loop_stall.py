@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evals.metrics import percentile
@@ -82,10 +82,7 @@ async def measure_stall(
         async def threaded(r: Any) -> Any:
             return await edge._run(edge._search_sync, r)
 
-        modes: dict[str, Callable[[Any], Awaitable[Any]]] = {
-            "inline": edge.search,
-            "thread": threaded,
-        }
+        modes = {"inline": edge.search, "thread": threaded}
         for concurrent in (1, 4):
             for mode in ("inline", "thread", "inline", "thread"):  # twice each, interleaved
                 late: list[float] = []

@@ -7,7 +7,6 @@ micro-batcher (`inner`) with an `embed` that looks in the cache first; the tenan
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 
 import numpy as np
@@ -46,25 +45,19 @@ class CachingEmbedder:
         self.ttl_s = ttl_s
         self._flights: SingleFlight[Vectors] = SingleFlight()
 
-    async def embed(
-        self, text: str, *, exact: bool = False, started: asyncio.Event | None = None
-    ) -> Vectors:
-        """`started`: as `MicroBatcher.embed`'s, when this call is the one that embeds."""
+    async def embed(self, text: str, *, exact: bool = False) -> Vectors:
         tenant = tenant_scope.get()
         if tenant is None:
-            return await self.inner.embed(text, exact=exact, started=started)
+            return await self.inner.embed(text, exact=exact)
         exact = self.inner.runs_exact(exact)
         key = self.keys.embedding(tenant, f"{self.model}:exact" if exact else self.model, text)
         raw, _ = await self.cache.get(KIND, key)
         if raw is not None:
             return np.frombuffer(raw, dtype=np.float32)
-        vec, _ = await self._flights.run(key, lambda: self._compute(key, text, exact, started))
+        vec, _ = await self._flights.run(key, lambda: self._compute(key, text, exact))
         return vec
 
-    async def _compute(
-        self, key: str, text: str, exact: bool, started: asyncio.Event | None
-    ) -> Vectors:
-        vec = await self.inner.embed(text, exact=exact, started=started)
-        vec = np.ascontiguousarray(vec, dtype=np.float32)
+    async def _compute(self, key: str, text: str, exact: bool) -> Vectors:
+        vec = np.ascontiguousarray(await self.inner.embed(text, exact=exact), dtype=np.float32)
         await self.cache.set(KIND, key, vec.tobytes(), self.ttl_s, background=True)
         return vec

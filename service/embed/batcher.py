@@ -38,18 +38,16 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 
 import numpy as np
 
-from service.embed.protocol import Embedder, Vectors, announcing
+from service.embed.protocol import Embedder, Vectors
 from service.errors import Overloaded
 
 log = logging.getLogger("ragline.embed")
 
-Item = tuple[str, "asyncio.Future[Vectors]", bool, "asyncio.Event | None"]
-"""A waiting query: its text, its caller's future, whether it asked for the exact model, and
-the event its model run sets (`embed`'s `started`)."""
+Item = tuple[str, "asyncio.Future[Vectors]", bool]
+"""A waiting query: its text, its caller's future, and whether it asked for the exact model."""
 
 
 class LoneChoice:
@@ -227,17 +225,13 @@ class MicroBatcher:
         """Texts waiting for a batch (the `embed` queue-depth gauge)."""
         return self._queue.qsize()
 
-    async def embed(
-        self, text: str, *, exact: bool = False, started: asyncio.Event | None = None
-    ) -> Vectors:
+    async def embed(self, text: str, *, exact: bool = False) -> Vectors:
         """One query's vector (shape (dim,)), batched with whatever else is waiting; `exact`:
-        on the fp32 model (`exact`) when there is a quantized query model. `started` is set
-        when the model starts on it (tokenized: the call needs no GIL until it ends), so the
-        caller may use the loop meanwhile."""
+        on the fp32 model (`exact`) when there is a quantized query model."""
         self.start()
         fut: asyncio.Future[Vectors] = asyncio.get_running_loop().create_future()
         try:
-            self._queue.put_nowait((text, fut, self.runs_exact(exact), started))
+            self._queue.put_nowait((text, fut, self.runs_exact(exact)))
         except asyncio.QueueFull:
             raise Overloaded("embedding queue is full", retry_after=0.5) from None
         return await fut
@@ -311,36 +305,18 @@ class MicroBatcher:
         group's callers get their vectors (or its error) as soon as its call ends; a lone
         query's time goes to the choice that placed it (`LoneChoice`)."""
         for embedder, items, went_wide in groups:
-            texts = [text for text, _, _, _ in items]
-            events = [e for _, _, _, e in items if e is not None]
-            announce: Callable[[], object] | None = None
-            if events:
-                announce = partial(loop.call_soon_threadsafe, _set_all, events)
+            texts = [text for text, _, _ in items]
             started = time.perf_counter()
             try:
-                vecs = await loop.run_in_executor(
-                    self._executor, _embed_announcing, embedder, texts, announce
-                )
+                vecs = await loop.run_in_executor(self._executor, embedder.embed, texts)
             except Exception as exc:
-                for _, f, _, _ in items:
+                for _, f, _ in items:
                     if not f.done():
                         f.set_exception(exc)
                 continue
             if went_wide is not None:
                 self.choice.record(went_wide, (time.perf_counter() - started) * 1000, texts)
-            for (_, f, _, _), v in zip(items, vecs, strict=True):
+            for (_, f, _), v in zip(items, vecs, strict=True):
                 if not f.done():
                     f.set_result(np.asarray(v, dtype=np.float32))
         self.batches += 1
-
-
-def _embed_announcing(
-    embedder: Embedder, texts: list[str], announce: Callable[[], object] | None
-) -> Vectors:
-    with announcing(announce):
-        return embedder.embed(texts)
-
-
-def _set_all(events: list[asyncio.Event]) -> None:
-    for e in events:
-        e.set()

@@ -18,7 +18,7 @@ import numpy.typing as npt
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
-from service.embed.protocol import Embedder, Vectors, announce_model_run
+from service.embed.protocol import Embedder, Vectors
 from service.embed.spans import Span, pool_spans
 
 ONNX_FILE = "model.onnx"
@@ -157,7 +157,6 @@ class OnnxEmbedder:
         with self._guard:
             self._running += 1
         try:
-            announce_model_run()
             (hidden,) = session.run(["last_hidden_state"], {k: feed[k] for k in self._inputs})
         finally:
             with self._guard:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
-import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -13,31 +11,6 @@ import numpy as np
 import numpy.typing as npt
 
 Vectors = npt.NDArray[np.float32]
-
-_RUNNING = threading.local()
-
-
-@contextlib.contextmanager
-def announcing(fn: Callable[[], object] | None) -> Iterator[None]:
-    """While inside, the embedder's next model run on this thread calls `fn` first (once):
-    the micro-batcher tells a waiting retriever that its query is in the model, which runs
-    without the GIL, so the retriever can do the search's part that needs no vector
-    meanwhile (service.pipeline.retrieve)."""
-    _RUNNING.fn = fn
-    try:
-        yield
-    finally:
-        _RUNNING.fn = None
-
-
-def announce_model_run() -> None:
-    """Called by an embedder on its own thread just before its model runs (after tokenizing):
-    see `announcing`. Embedders that do not call it are only slower to overlap, never wrong:
-    the caller then starts when the vector is ready."""
-    fn = getattr(_RUNNING, "fn", None)
-    if fn is not None:
-        _RUNNING.fn = None
-        fn()
 
 
 class Embedder(Protocol):

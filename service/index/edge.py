@@ -28,7 +28,7 @@ import qdrant_edge as qe
 from service.errors import UpstreamError
 from service.index.edge_filters import tenant_acl_filter
 from service.index.edge_points import rank_union, rank_unread, with_payloads
-from service.index.edge_union import BM25First, bm25_top, rescored_union, split_key
+from service.index.edge_union import rescored_union
 from service.index.engine_fusion import (
     ENGINE_FUSIONS,
     is_hybrid,
@@ -216,15 +216,12 @@ class EdgeIndex:
         self._quiet.set()
         self._turn = asyncio.Lock()  # one search per turn of the loop
         self._rw = RWLock()
-        self._writes = 0
-        """Writes begun so far: a BM25 list searched before one (`bm25_first`) is stale."""
 
     @contextlib.asynccontextmanager
     async def _exclusive(self) -> AsyncIterator[None]:
         """One write (or flush, optimize, close) at a time, and no search meanwhile."""
         async with self._write_lock:
             self._quiet.clear()
-            self._writes += 1
             try:
                 yield
             finally:
@@ -355,31 +352,10 @@ class EdgeIndex:
             for op in ops:
                 await self._run(self._update_sync, op)
 
-    def bm25_first(self, query: SearchQuery) -> BM25First | None:
-        """The BM25 list of `query`'s hybrid search (`rescored_union`), searched now, inline,
-        while the query's vector is being made; None, without waiting, when a write or another
-        search holds the index or the search has no BM25 list of its own (engine fusions)."""
-        if query.fusion in ENGINE_FUSIONS or not query.sparse or not query.sparse.indices:
-            return None
-        if self._turn.locked() or not self._quiet.is_set():
-            return None
-        flt = tenant_acl_filter(query.tenant_id, query.identities, query.filter)
-        corpus = tenant_acl_filter(query.tenant_id, query.identities)
-        try:
-            with self._rw.read():
-                points = bm25_top(
-                    self._shard, query, flt=flt, sparse_params=search_params(query, corpus)
-                )
-        except Exception as exc:
-            raise UpstreamError(f"vector search failed: {type(exc).__name__}") from exc
-        return BM25First(split_key(query), self._writes, points)
-
-    def _search_sync(self, q: SearchQuery, first: BM25First | None = None) -> list[Hit]:
+    def _search_sync(self, q: SearchQuery) -> list[Hit]:
         flt = tenant_acl_filter(q.tenant_id, q.identities, q.filter)
         corpus = tenant_acl_filter(q.tenant_id, q.identities)
         union = q.fusion not in ENGINE_FUSIONS and is_hybrid(q)  # each search once: edge_union
-        if first is not None and (first.writes != self._writes or first.key != split_key(q)):
-            first = None  # the index changed since, or it was searched for another query
         if not union:
             requests = search_requests(q, flt, corpus, acorn=self._acorn, with_payload=False)
             if not requests:
@@ -393,7 +369,6 @@ class EdgeIndex:
                     only=lambda ids: tenant_acl_filter(q.tenant_id, q.identities, q.filter, ids),
                     dense_params=DENSE_FILTERED if self._acorn else None,
                     sparse_params=search_params(q, corpus),
-                    bm25_found=None if first is None else first.points,
                 )
                 hits = rank_union(q, lists)
             else:
@@ -406,19 +381,17 @@ class EdgeIndex:
         with self._rw.read():
             return list(self._shard.query_batch(qe.QueryBatchRequest(requests)))
 
-    async def search(self, query: SearchQuery, bm25_first: object | None = None) -> list[Hit]:
+    async def search(self, query: SearchQuery) -> list[Hit]:
         """Inline, on the event loop: the engine holds the GIL while it searches, so a worker
         thread would stall the loop just as long and add a hand-off and GIL ping-pong with the
         loop on top (measured: `python -m evals.bench.serving`, "event_loop_stall"). Searches
         take turns, so the loop stalls for one search at a time, not for all that are ready;
-        a search waits while a write runs, so it sees the index before or after it (a
-        `bm25_first` list searched before a write began is searched again)."""
-        first = bm25_first if isinstance(bm25_first, BM25First) else None
+        a search waits while a write runs, so it sees the index before or after it."""
         await asyncio.sleep(0)  # always yield: a caller searching in a loop never starves it
         async with self._turn:
             await self._quiet.wait()
             try:
-                return self._search_sync(query, first)
+                return self._search_sync(query)
             except Exception as exc:
                 raise UpstreamError(f"vector search failed: {type(exc).__name__}") from exc
 

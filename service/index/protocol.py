@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol
 
 import msgspec
 
@@ -149,22 +149,6 @@ def hit_from_payload(
         metadata={k: v for k, v in payload.items() if k not in RESERVED_PAYLOAD},
         scores=scores or {},
     )
-
-
-@runtime_checkable
-class SparseFirstIndex(Protocol):
-    """An index that can run a hybrid search's BM25 part before the query's vector exists:
-    the retriever calls `bm25_first` while its query is in the embedder (which needs no GIL
-    then) and hands what it got to `search`, which runs only the rest. The result is opaque and
-    belongs to that one request; `search` ignores it unless it was made for the same query
-    (tenant, identities, filter, terms, prefetch) on the same version of the index."""
-
-    def bm25_first(self, query: SearchQuery) -> object | None:
-        """The BM25 list of `query`'s hybrid search, now and without waiting (None when the
-        index is busy or the search is not one that can be split): on the event loop."""
-        ...
-
-    async def search(self, query: SearchQuery, bm25_first: object | None = None) -> list[Hit]: ...
 
 
 class VectorIndex(Protocol):

@@ -7,10 +7,6 @@ or busy reranker keeps the fused order. Both are named in `done.degraded`. A hit
 of its own (no query term, a near-orthogonal vector: `fusion.supported`) is dropped: it is never
 a search result, an answer's source or a chat's.
 
-While the query is in the embedder (whose model runs without the GIL), an index that can split
-a hybrid search (`SparseFirstIndex`: the embedded engine) runs its BM25 part on the loop, and the
-search stage is then only the dense rest (`Retriever._embed`).
-
 The packaged embedder knows English only, so a query in another language leans on BM25: its
 dense weight in the fusion is `retrieval.non_latin_dense_weight` instead of
 `retrieval.dense_weight`. That holds for romanized Hindi (Hinglish) too: it is written in Latin
@@ -19,8 +15,6 @@ letters, but the embedder reads "CORS kaise enable karein" no better than Devana
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
 from typing import Protocol
 
 from service import telemetry
@@ -31,7 +25,7 @@ from service.errors import DeadlineExceeded
 from service.identity import Principal
 from service.index.filters import FilterSpec
 from service.index.fusion import supported
-from service.index.protocol import Hit, SearchQuery, SparseFirstIndex, VectorIndex
+from service.index.protocol import Hit, SearchQuery, VectorIndex
 from service.pipeline.budget import Budget
 from service.rerank.stage import RerankBusy, RerankStage
 from service.text.bm25 import SparseVec, query_vector
@@ -74,12 +68,9 @@ def build_search_query(
 
 
 class QueryEmbedder(Protocol):
-    """Embeds one query: the micro-batcher, or the embedding cache in front of it. `started`
-    is set once the model runs on the query (`MicroBatcher.embed`)."""
+    """Embeds one query: the micro-batcher, or the embedding cache in front of it."""
 
-    async def embed(
-        self, text: str, *, exact: bool = False, started: asyncio.Event | None = None
-    ) -> Vectors: ...
+    async def embed(self, text: str, *, exact: bool = False) -> Vectors: ...
 
 
 class Retrieval(Protocol):
@@ -127,33 +118,25 @@ class Retriever:
         b = self.settings.budget
         sparse = query_vector(query)
         telemetry.annotate(k=top_k, lang=script_of(query), filtered=filters is not None)
-        shortlist = top_k
-        if self.reranker is not None:
-            shortlist = max(top_k, self.settings.retrieval.shortlist)
-
-        def request(dense: list[float] | None) -> SearchQuery:
-            return build_search_query(
-                self.settings, principal, query, dense, sparse, filters=filters, limit=shortlist
-            )
-
         dense: list[float] | None = None
-        first: object | None = None
         try:
             async with budget.stage("embed", b.embed_ms):
-                dense, first = await self._embed(query, request)
+                dense = (await self.batcher.embed(query, exact=self.exact)).tolist()
         except TimeoutError:
             budget.degrade("embed_timeout_bm25_only")
         if dense is None and not sparse.indices:
             return []
-        search = request(dense)
+        shortlist = top_k
+        if self.reranker is not None:
+            shortlist = max(top_k, self.settings.retrieval.shortlist)
+        request = build_search_query(
+            self.settings, principal, query, dense, sparse, filters=filters, limit=shortlist
+        )
         try:
             async with budget.stage(
-                "search", b.search_ms, k=top_k, prefetch=search.prefetch, dense=dense is not None
+                "search", b.search_ms, k=top_k, prefetch=request.prefetch, dense=dense is not None
             ):
-                if first is not None and isinstance(self.index, SparseFirstIndex):
-                    hits = await self.index.search(search, bm25_first=first)
-                else:
-                    hits = await self.index.search(search)
+                hits = await self.index.search(request)
                 telemetry.set_attrs(hits=len(hits))
         except TimeoutError:
             raise DeadlineExceeded("vector search missed its deadline") from None
@@ -171,33 +154,3 @@ class Retriever:
             telemetry.annotate(unsupported=len(hits) - len(kept))
         telemetry.annotate(hits=len(kept))
         return kept[:top_k]
-
-    async def _embed(
-        self, query: str, request: Callable[[list[float] | None], SearchQuery]
-    ) -> tuple[list[float], object | None]:
-        """The query's vector, and, where the index can split a hybrid search
-        (`SparseFirstIndex`), its BM25 list searched on the loop while the model runs on another
-        core (the model needs no GIL then; the search holds it): the search stage is then only
-        the dense rest. Only once the model has started, so the search never keeps the
-        embedder's thread from the GIL it needs to tokenize; if the vector comes first (a
-        cached one, or a model that does not say when it runs), nothing is searched ahead."""
-        ahead = request(None)
-        if not isinstance(self.index, SparseFirstIndex) or not (
-            ahead.sparse and ahead.sparse.indices
-        ):
-            return (await self.batcher.embed(query, exact=self.exact)).tolist(), None
-        started = asyncio.Event()
-        embedding = asyncio.ensure_future(
-            self.batcher.embed(query, exact=self.exact, started=started)
-        )
-        try:
-            waiting = asyncio.ensure_future(started.wait())
-            try:
-                await asyncio.wait({embedding, waiting}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                waiting.cancel()
-            first = None if embedding.done() else self.index.bm25_first(ahead)
-            telemetry.annotate(bm25_first=first is not None)
-            return (await embedding).tolist(), first
-        finally:
-            embedding.cancel()  # a request given up (deadline, disconnect) stops waiting

@@ -254,8 +254,8 @@ class ReversedIndex:
     def __init__(self, inner: VectorIndex) -> None:
         self.inner = inner
 
-    async def search(self, query: SearchQuery, **kw: Any) -> list[Hit]:
-        return list(reversed(await self.inner.search(query, **kw)))
+    async def search(self, query: SearchQuery) -> list[Hit]:
+        return list(reversed(await self.inner.search(query)))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

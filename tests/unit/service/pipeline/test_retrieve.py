@@ -12,7 +12,6 @@ import pytest
 from service.config import Settings
 from service.embed.batcher import MicroBatcher
 from service.embed.fake import HashEmbedder
-from service.embed.protocol import announce_model_run
 from service.identity import Principal
 from service.index.protocol import Hit, SearchQuery
 from service.pipeline.budget import Budget
@@ -145,87 +144,3 @@ async def test_busy_reranker_is_skipped_not_queued_without_bound() -> None:
     assert sorted(b.degraded for b in budgets) == [[], ["rerank_busy"]]
     assert all(len(r) == 2 for r in results)
     await retriever.batcher.close()
-
-
-class Announcing(HashEmbedder):
-    """Says it runs (as the ONNX embedder does), then takes `seconds`, recording what the index
-    saw meanwhile; `announces=False`: a model that never says so."""
-
-    def __init__(self, index: SplitIndex, seconds: float = 0.05, announces: bool = True) -> None:
-        super().__init__(dim=16)
-        self.index, self.seconds, self.announces = index, seconds, announces
-
-    def embed(self, texts):  # type: ignore[no-untyped-def]
-        if self.announces:
-            announce_model_run()
-        time.sleep(self.seconds)
-        self.index.ahead_during_embed = len(self.index.ahead)
-        return super().embed(texts)
-
-
-class SplitIndex(FakeIndex):
-    """An index that can search a hybrid search's BM25 list ahead (`SparseFirstIndex`)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.ahead: list[SearchQuery] = []
-        self.handed: list[object | None] = []
-        self.ahead_during_embed = -1
-
-    def bm25_first(self, q: SearchQuery) -> object | None:
-        self.ahead.append(q)
-        return ("bm25", q.sparse)
-
-    async def search(self, q: SearchQuery, bm25_first: object | None = None) -> list[Hit]:
-        self.handed.append(bm25_first)
-        return await super().search(q)
-
-
-async def test_the_bm25_list_is_searched_while_the_model_runs_and_handed_to_the_search() -> None:
-    index = SplitIndex()
-    batcher = MicroBatcher(Announcing(index), max_batch=4)
-    retriever = Retriever(batcher, index, Settings())  # type: ignore[arg-type]
-    budget = Budget(800)
-    hits = await retriever.retrieve(PRINCIPAL, "hello world", filters=None, top_k=3, budget=budget)
-    assert len(hits) == 3 and not budget.degraded
-    (ahead,), (searched,) = index.ahead, index.queries
-    assert index.ahead_during_embed == 1  # searched before the model was done
-    assert ahead.dense is None and searched.dense is not None
-    assert (ahead.tenant_id, ahead.identities, ahead.sparse, ahead.prefetch, ahead.filter) == (
-        searched.tenant_id,
-        searched.identities,
-        searched.sparse,
-        searched.prefetch,
-        searched.filter,
-    )
-    assert index.handed == [("bm25", searched.sparse)]
-    await batcher.close()
-
-
-async def test_nothing_is_searched_ahead_when_the_model_never_says_it_runs() -> None:
-    """A model that does not announce (the torch backend), a query with no BM25 terms: the
-    search runs whole after the vector, as with an index that cannot split."""
-    index = SplitIndex()
-    batcher = MicroBatcher(Announcing(index, announces=False), max_batch=4)
-    retriever = Retriever(batcher, index, Settings())  # type: ignore[arg-type]
-    await retriever.retrieve(PRINCIPAL, "hello world", filters=None, top_k=3, budget=Budget(800))
-    await retriever.retrieve(PRINCIPAL, "? !", filters=None, top_k=3, budget=Budget(800))
-    assert index.ahead == [] and index.handed == [None, None]
-    await batcher.close()
-
-
-async def test_a_late_embedding_searched_ahead_degrades_to_bm25_alone() -> None:
-    """The search ahead happens inside the embedding's deadline; past it the embedding is
-    given up and the search runs on BM25 alone, as before."""
-    s = Settings()
-    s = msgspec.structs.replace(s, budget=msgspec.structs.replace(s.budget, embed_ms=20))
-    index = SplitIndex()
-    batcher = MicroBatcher(Announcing(index, seconds=0.3), max_batch=4)
-    retriever = Retriever(batcher, index, s)  # type: ignore[arg-type]
-    budget = Budget(800)
-    await retriever.retrieve(PRINCIPAL, "hello world", filters=None, top_k=3, budget=budget)
-    assert budget.degraded == ["embed_timeout_bm25_only"]
-    assert len(index.ahead) == 1 and index.queries[0].dense is None
-    assert index.handed == [None]
-    await asyncio.sleep(0.35)
-    await batcher.close()
