@@ -194,6 +194,53 @@ def strip_citations(sentence: str) -> str:
     return _CITATION.sub("", sentence).strip()
 
 
+SENTENCE_ENDS = frozenset(".!?।:;")
+_BULLET = regex.compile(r"\s*(?:[*+-]|\d+[.)])\s+")  # a list item's marker
+_BEFORE_END = regex.compile(r" ([.!?।:;,])")  # "… morning [S1]." → "… morning ."
+
+
+def quoted(answer: str, sources: Mapping[str, str]) -> bool:
+    """Whether every sentence of `answer` (citation markers and spacing aside) is a whole
+    sentence of a passage it cites, or of any passage when it cites none: such an answer (the
+    extractive generator's, as a rule) is supported throughout, with no model to ask. Whole:
+    the quote starts a line (or a list item) or follows a sentence's end, and ends a line or
+    one itself, so a fragment ("the drug is safe" of "the drug is safe in mice.") is not one.
+    A sentence without a letter or digit (a code fence, a bullet) makes no claim."""
+    passages = {sid: _spaced(text) for sid, text in sources.items()}
+    for sentence in split_sentences(answer):
+        claim = _BEFORE_END.sub(r"\1", " ".join(strip_citations(sentence).split()))
+        if not any(ch.isalnum() for ch in claim):
+            continue
+        cited = extract_citations(sentence)
+        scope = (p for sid, p in passages.items() if not cited or sid in cited)
+        if not any(_whole_in(claim, p) for p in scope):
+            return False
+    return True
+
+
+def _spaced(text: str) -> str:
+    """`text` with each line's spacing made single spaces (its line breaks kept)."""
+    return "\n".join(" ".join(line.split()) for line in text.splitlines())
+
+
+def _whole_in(claim: str, text: str) -> bool:
+    at = text.find(claim)
+    while at >= 0:
+        end = at + len(claim)
+        before, after = text[at - 1 : at], text[end : end + 1]
+        line = text[text.rfind("\n", 0, at) + 1 : at]
+        starts = (
+            before in ("", "\n")
+            or _BULLET.fullmatch(line) is not None
+            or (before == " " and text[:at].rstrip()[-1:] in SENTENCE_ENDS)
+        )
+        ends = after in ("", "\n") or (after == " " and claim[-1] in SENTENCE_ENDS)
+        if starts and ends:
+            return True
+        at = text.find(claim, at + 1)
+    return False
+
+
 @lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
     if word.isascii() and word.isalpha():

@@ -3,7 +3,9 @@
 The scorer (`service.grounding`) is CPU work, so it runs on one worker thread with a bounded
 backlog and a deadline: when it is busy or late the answer goes out with `groundedness: null`
 rather than waiting. It starts only after the generator finished, so it never delays the first
-token. Every score is handed to the registered observers (the app wires the
+token. An answer made only of whole sentences of its sources (`service.grounding.quoted`: the
+extractive generator's, as a rule) is 1.0 at once, without the worker. Every score is handed to
+the registered observers (the app wires the
 `ragline_groundedness` histogram here: `runtime.pipeline.grounder.add_observer(callback)`).
 """
 
@@ -15,7 +17,7 @@ from collections.abc import Callable, Mapping
 
 from service.config import GroundingSettings
 from service.embed.protocol import Embedder
-from service.grounding import GroundednessScorer
+from service.grounding import GroundednessScorer, quoted
 from service.pipeline.worker import BoundedWorker
 
 GroundednessObserver = Callable[[float], None]
@@ -56,14 +58,18 @@ class Grounder:
         return lambda: self._observers.remove(observer)
 
     async def score(self, answer: str, sources: Mapping[str, str]) -> float | None:
-        """The answer's groundedness (0..1), or None: scoring off, nothing to score, busy, late."""
+        """The answer's groundedness (0..1), or None: scoring off, nothing to score, busy, late.
+        An answer made of whole sentences of its sources (`quoted`: the extractive generator's,
+        as a rule) is 1.0 at once, inline, without the scorer or its worker."""
         scorer = self.scorer
         if scorer is None or not answer.strip() or not sources:
             return None
-        future = self.worker.submit(_support, scorer, answer, dict(sources))
-        if future is None:
-            return None
-        value = await self.worker.wait(future, asyncio.timeout(self.timeout_ms / 1000))
+        value: float | None = 1.0
+        if not quoted(answer, sources):
+            future = self.worker.submit(_support, scorer, answer, dict(sources))
+            if future is None:
+                return None
+            value = await self.worker.wait(future, asyncio.timeout(self.timeout_ms / 1000))
         if value is None:
             return None
         for observe in self._observers:

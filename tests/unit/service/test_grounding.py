@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from service import grounding
-from service.grounding import GroundednessScorer, split_sentences
+from service.grounding import GroundednessScorer, quoted, split_sentences
 from tests.helpers import ROOT
 
 pytestmark = pytest.mark.unit
@@ -74,3 +74,39 @@ def test_support_builds_only_the_cited_passages() -> None:
     sources = {f"S{i + 1}": chunk for i, chunk in enumerate(_CHUNKS[:8])}
     GroundednessScorer(None).support(f"{split_sentences(_CHUNKS[1])[0]} [S2]", sources)
     assert grounding._cached_passage.cache_info().misses == 1
+
+
+QUOTED_SOURCES = {
+    "S1": "The office opens at nine in the morning.  Parking is free for visitors.\n\n"
+    "To park:\n\n* Take a ticket at the gate.\n* Show it at the desk.",
+    "S2": "Visitors sign in at reception. The drug is safe in mice.",
+}
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "The office opens at nine in the morning [S1].",
+        "The office opens at nine in the morning. [S1] Parking is free for visitors. [S1]",
+        "Parking   is free\tfor visitors.",  # no citation: any source; spacing aside
+        "* Take a ticket at the gate.\n* Show it at the desk. [S1]",  # list items
+        "Visitors sign in at reception. [S2]\n```\n[S1]",  # a fence makes no claim
+    ],
+)
+def test_an_answer_of_whole_source_sentences_is_quoted(answer: str) -> None:
+    assert quoted(answer, QUOTED_SOURCES)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "The office opens at nine [S1].",  # the start of a sentence only
+        "is free for visitors. [S1]",  # its end only
+        "The drug is safe. [S2]",  # "… safe in mice." with its qualifier cut
+        "Parking is free for visitors. [S2]",  # S1's sentence, cited to S2
+        "The office opens at nine in the morning. [S1] Parking costs ten euros. [S1]",
+        "The office opens at ten in the morning [S1].",
+    ],
+)
+def test_a_fragment_a_wrong_citation_or_a_new_sentence_is_not_quoted(answer: str) -> None:
+    assert not quoted(answer, QUOTED_SOURCES)

@@ -72,6 +72,22 @@ async def test_a_late_or_busy_scorer_leaves_the_score_out() -> None:
     grounder.close()
 
 
+async def test_an_answer_quoting_whole_sentences_is_grounded_without_the_scorer() -> None:
+    """The extractive generator's answers quote their sources: 1.0 at once, inline, even with
+    the scorer stuck; anything else still waits for the scorer (here: late, so null)."""
+    scorer = BlockedScorer()
+    grounder = Grounder(scorer, timeout_ms=30, max_backlog=4)
+    seen: list[float] = []
+    grounder.add_observer(seen.append)
+    quote = "The office opens at nine in the morning. [S1] Parking is free for visitors. [S1]"
+    assert await grounder.score(quote, SOURCES) == 1.0
+    assert grounder.skipped == 0 and seen == [1.0]
+    assert await grounder.score("The office opens at nine [S1].", SOURCES) is None
+    assert grounder.skipped == 1 and seen == [1.0]
+    scorer.release.set()
+    grounder.close()
+
+
 class ListGenerator:
     name = "list"
     deterministic = True
