@@ -228,7 +228,7 @@ class EmbedderSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     """Query embeddings that may run at once (each a call of `threads` threads on the one
     model); 0: one per `threads` cores. One left the embedder a single busy core."""
     max_batch: Positive = 32
-    """Largest micro-batch of concurrent queries."""
+    """Most waiting queries one call takes (in turn, each its own model run)."""
     max_wait_ms: float = 0.0
     """Longest a query waits for others to join its micro-batch. 0: none — batches form from
     the queries that arrived while the model was busy, and a lone query is not delayed."""

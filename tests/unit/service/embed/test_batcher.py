@@ -44,7 +44,7 @@ async def test_exact_queries_go_to_the_exact_model_and_the_rest_to_the_query_mod
     got = await asyncio.gather(
         batcher.embed("a search"), batcher.embed("an answer", exact=True), batcher.embed("b")
     )
-    assert quantized.calls == [["a search", "b"]] and exact.calls == [["an answer"]]
+    assert quantized.calls == [["a search"], ["b"]] and exact.calls == [["an answer"]]
     np.testing.assert_allclose(got[1], HashEmbedder(dim=8).embed(["an answer"])[0] + 10)
     np.testing.assert_allclose(got[0], HashEmbedder(dim=8).embed(["a search"])[0])
     # alone: each kind's wide session
@@ -58,7 +58,7 @@ async def test_without_an_exact_model_exact_queries_take_the_query_model() -> No
     only = _Named(0)
     batcher = MicroBatcher(only, max_batch=8, max_wait_ms=5)
     await asyncio.gather(batcher.embed("x", exact=True), batcher.embed("y"))
-    assert only.calls == [["x", "y"]]
+    assert only.calls == [["x"], ["y"]]
     await batcher.close()
 
 

@@ -84,7 +84,8 @@ async def test_without_a_wait_queries_that_arrive_while_busy_share_one_batch() -
     gate.set()
     await asyncio.gather(first, *rest)
     await batcher.close()
-    assert emb.sizes == [1, 5]
+    # two calls on the worker: the lone query's, then the five's, each text a run of its own
+    assert batcher.batches == 2 and emb.sizes == [1] * 6
 
 
 class Overlap(HashEmbedder):
@@ -126,7 +127,8 @@ async def test_queries_use_up_to_workers_calls_at_once_and_the_rest_batch(worker
     emb.release.set()
     vecs = await asyncio.gather(*first, *rest)
     await batcher.close()
-    assert sum(emb.sizes) == workers + 5 and max(emb.sizes[workers:]) > 1  # they shared calls
+    # they shared calls (each text a model run of its own: no padding to the longest)
+    assert emb.sizes == [1] * (workers + 5) and batcher.batches < workers + 5
     np.testing.assert_allclose(vecs[-1], HashEmbedder(dim=8).embed(["b4"])[0], atol=1e-6)
 
 
@@ -279,3 +281,38 @@ def test_a_steady_host_is_probed_less_and_less_and_a_change_resets_it() -> None:
     starts = [i for i in range(1, len(changed)) if not changed[i - 1] and changed[i]]
     gaps = [b - a for a, b in itertools.pairwise(starts)]
     assert starts[0] - first <= 12 and gaps[:2] == [16, 32]
+
+
+class HoldsOn(HashEmbedder):
+    """Holds inside the run of `text` until `release` is set; records each run's texts."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(dim=8)
+        self.text = text
+        self.release = threading.Event()
+        self.runs: list[list[str]] = []
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        self.runs.append(list(texts))
+        if self.text in texts:
+            self.release.wait(5)
+        return super().embed(texts)
+
+
+async def test_each_caller_of_a_shared_call_gets_its_vector_as_soon_as_it_is_made() -> None:
+    """Texts that share a call are embedded one by one, and a caller does not wait for the rest
+    of the call (nor is its text padded to another's length)."""
+    emb = HoldsOn("q1")
+    batcher = MicroBatcher(emb, max_batch=8, max_wait_ms=0)
+    held = asyncio.create_task(batcher.embed("alone"))
+    later = [asyncio.create_task(batcher.embed(f"q{i}")) for i in range(3)]
+    await held  # the four share one call, in turn
+    # q0 is answered while the model still runs q1 (q2 waits behind it)
+    done, pending = await asyncio.wait(later, timeout=2, return_when=asyncio.FIRST_COMPLETED)
+    assert done == {later[0]} and set(pending) == {later[1], later[2]}
+    emb.release.set()
+    vecs = await asyncio.gather(*later)
+    await batcher.close()
+    assert emb.runs == [["alone"], ["q0"], ["q1"], ["q2"]] and batcher.batches == 1
+    for i, vec in enumerate(vecs):
+        np.testing.assert_allclose(vec, HashEmbedder(dim=8).embed([f"q{i}"])[0], atol=1e-6)
