@@ -227,12 +227,12 @@ def _whole_in(claim: str, text: str) -> bool:
     at = text.find(claim)
     while at >= 0:
         end = at + len(claim)
-        before, after = text[at - 1 : at], text[end : end + 1]
-        line = text[text.rfind("\n", 0, at) + 1 : at]
+        line = text[text.rfind("\n", 0, at) + 1 : at]  # what precedes it on its line
+        after = text[end : end + 1]
         starts = (
-            before in ("", "\n")
+            not line
             or _BULLET.fullmatch(line) is not None
-            or (before == " " and text[:at].rstrip()[-1:] in SENTENCE_ENDS)
+            or (line[-1] == " " and line.rstrip()[-1:] in SENTENCE_ENDS)
         )
         ends = after in ("", "\n") or (after == " " and claim[-1] in SENTENCE_ENDS)
         if starts and ends:
