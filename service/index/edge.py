@@ -362,7 +362,7 @@ class EdgeIndex:
                 return []
         with self._rw.read():  # the search and its payloads see the same index
             if union:
-                lists = rescored_union(
+                scored = rescored_union(
                     self._shard,
                     q,
                     flt=flt,
@@ -370,7 +370,7 @@ class EdgeIndex:
                     dense_params=DENSE_FILTERED if self._acorn else None,
                     sparse_params=search_params(q, corpus),
                 )
-                hits = rank_union(q, lists)
+                hits = rank_union(q, scored)
             else:
                 hits = rank_unread(q, self._shard.query_batch(qe.QueryBatchRequest(requests)))
             records = self._shard.retrieve([h.id for h in hits], True, False) if hits else []

@@ -6,8 +6,10 @@ every prefetch twice (2,411-chunk SciFact subset, 150 claims: 2.4 ms p50 for tha
 for the two searches alone). Here the two searches run once, then only the points one of them
 did not find are scored by the other, under a filter of their ids on top of the tenant/ACL
 filter (BM25 keeps the principal's IDF corpus): 1.6 ms p50 for the same lists, point for point
-and score for score (`tests/integration/test_edge_union.py`). Both lists come back best
-first, equal scores by id, so no order depends on where points sit in the segments.
+and score for score (`tests/integration/test_edge_union.py`). The cosines come back best first,
+equal scores by id, so no order depends on where points sit in the segments; the BM25 scores
+by id, as the fusion reads them (`engine_fusion.fused_hits`, which makes hits of the winners
+only).
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from typing import Any
 
 import qdrant_edge as qe
 
-from service.index.edge_points import Unread
 from service.index.protocol import SearchQuery
 from service.index.schema import DENSE, SPARSE
 
@@ -32,9 +33,10 @@ def rescored_union(
     only: Callable[[set[Any]], Any],
     dense_params: Any,
     sparse_params: Any,
-) -> list[list[Unread]]:
-    """[the union by cosine, the union's points with a BM25 score by BM25] of a hybrid search
-    `q` (both vectors); `only(ids)` is the pre-filter `flt` narrowed to those point ids."""
+) -> tuple[list[tuple[Any, float]], dict[Any, float]]:
+    """(the union's (id, cosine) best first, the BM25 score of each of its points that has
+    one) of a hybrid search `q` (both vectors); `only(ids)` is the pre-filter `flt` narrowed to
+    those point ids."""
     assert q.dense is not None and q.sparse is not None
     dense = qe.Query.Nearest(list(q.dense), using=DENSE)
     sparse = qe.Query.Nearest(qe.SparseVector(q.sparse.indices, q.sparse.values), using=SPARSE)
@@ -67,8 +69,4 @@ def rescored_union(
         more = shard.query_batch(qe.QueryBatchRequest([r for _, r in rest]))
         for (scores, _), points in zip(rest, more, strict=True):
             scores.update((p.id, p.score) for p in points)
-    return [_best_first(cosines), _best_first(bm25)]
-
-
-def _best_first(scores: dict[Any, float]) -> list[Unread]:
-    return [Unread(pid, s) for pid, s in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))]
+    return sorted(cosines.items(), key=lambda kv: (-kv[1], kv[0])), bm25

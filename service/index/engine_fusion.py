@@ -24,10 +24,10 @@ harness chooses parameters with it, and the contract tests check the engines ran
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, cast
 
-from service.index.fusion import DENSE_KEY, SPARSE_KEY, FusionMethod, fuse
+from service.index.fusion import DENSE_KEY, SPARSE_KEY, FusionMethod, fuse, fused_order
 from service.index.protocol import Hit, SearchQuery, bare_hit, hit_from_payload
 from service.index.sentences import attach_sentence_scores
 
@@ -145,6 +145,30 @@ def rank_points(
         limit=q.limit,
         rrf_k=q.rrf_k,
     )
+
+
+def fused_hits(
+    q: SearchQuery, cosines: Sequence[tuple[Any, float]], bm25: Mapping[Any, float]
+) -> list[Hit]:
+    """The top `q.limit` bare hits of candidates scored by both retrievers, fused in Python
+    (`q.fusion`): `cosines` their (id, cosine) best first, `bm25` their BM25 by id (absent: 0).
+    What `rank_points` gives for the same two lists, making hits of the winners only."""
+    ids = [pid for pid, _ in cosines]
+    dense = [cos for _, cos in cosines]
+    sparse = [bm25.get(pid, 0.0) for pid in ids]
+    order = fused_order(
+        dense,
+        sparse,
+        ids,
+        method=cast(FusionMethod, q.fusion),
+        dense_weight=q.dense_weight,
+        sparse_weight=q.sparse_weight,
+        limit=q.limit,
+        rrf_k=q.rrf_k,
+    )
+    return [
+        bare_hit(ids[i], fused, {DENSE_KEY: dense[i], SPARSE_KEY: sparse[i]}) for i, fused in order
+    ]
 
 
 def by_score(points: Sequence[Any]) -> list[Any]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -87,10 +87,38 @@ def fuse(
     """Rank candidates carrying `scores["dense"]` and/or `scores["bm25"]`; top `limit` out."""
     if not hits:
         return []
-    has_dense = dense_weight > 0 and all(DENSE_KEY in h.scores for h in hits)
-    has_sparse = sparse_weight > 0 and any(SPARSE_KEY in h.scores for h in hits)
-    dense = [h.scores.get(DENSE_KEY, 0.0) for h in hits]
-    sparse = [h.scores.get(SPARSE_KEY, 0.0) for h in hits]
+    order = fused_order(
+        [h.scores.get(DENSE_KEY, 0.0) for h in hits],
+        [h.scores.get(SPARSE_KEY, 0.0) for h in hits],
+        [h.id for h in hits],
+        method=method,
+        dense_weight=dense_weight if all(DENSE_KEY in h.scores for h in hits) else 0.0,
+        sparse_weight=sparse_weight if any(SPARSE_KEY in h.scores for h in hits) else 0.0,
+        limit=limit,
+        rrf_k=rrf_k,
+    )
+    return [msgspec.structs.replace(hits[i], score=score) for i, score in order]
+
+
+def fused_order(
+    dense: Sequence[float],
+    sparse: Sequence[float],
+    ids: Sequence[Any],
+    *,
+    method: FusionMethod,
+    dense_weight: float,
+    sparse_weight: float,
+    limit: int,
+    rrf_k: float = RRF_K,
+) -> list[tuple[int, float]]:
+    """(candidate index, fused score) of the top `limit` candidates, best first, equal scores by
+    id: each candidate's cosine `dense[i]` and BM25 `sparse[i]` (0: none), a weight of 0 for a
+    retriever that did not score them all. Candidates need not be `Hit`s, so a search makes hits
+    of its winners only (`service.index.engine_fusion.fused_hits`)."""
+    if not dense:
+        return []
+    has_dense = dense_weight > 0
+    has_sparse = sparse_weight > 0
     wd = dense_weight if has_dense else 0.0
     ws = sparse_weight if has_sparse else 0.0
     if wd + ws <= 0:
@@ -104,12 +132,8 @@ def fuse(
         ]
     else:
         norm = _zscore if method == "zscore" else _minmax
-        nd = norm(dense) if wd > 0 else [0.0] * len(hits)
-        ns = norm(sparse) if ws > 0 else [0.0] * len(hits)
+        nd = norm(dense) if wd > 0 else [0.0] * len(dense)
+        ns = norm(sparse) if ws > 0 else [0.0] * len(dense)
         fused = [wd * a + ws * b for a, b in zip(nd, ns, strict=True)]
-    order = sorted(range(len(hits)), key=lambda i: (-fused[i], hits[i].id))[:limit]
-    out = []
-    for i in order:
-        h = hits[i]
-        out.append(msgspec.structs.replace(h, score=fused[i]))
-    return out
+    order = sorted(range(len(dense)), key=lambda i: (-fused[i], ids[i]))[:limit]
+    return [(i, fused[i]) for i in order]
