@@ -137,14 +137,18 @@ def rank_points(
         return [_point_hit(p, {key: p.score}) for p in by_score(lists[0])[: q.limit]]
     bm25 = {p.id: p.score for p in lists[1]}
     hits = [_point_hit(p, {DENSE_KEY: p.score, SPARSE_KEY: bm25.get(p.id, 0.0)}) for p in lists[0]]
-    return fuse(
-        hits,
-        method=cast(FusionMethod, q.fusion),
-        dense_weight=q.dense_weight,
-        sparse_weight=q.sparse_weight,
-        limit=q.limit,
-        rrf_k=q.rrf_k,
-    )
+    return fuse(hits, **_python_fusion(q))
+
+
+def _python_fusion(q: SearchQuery) -> dict[str, Any]:
+    """`q`'s fusion in Python, as `fuse` and `fused_order` take it."""
+    return {
+        "method": cast(FusionMethod, q.fusion),
+        "dense_weight": q.dense_weight,
+        "sparse_weight": q.sparse_weight,
+        "limit": q.limit,
+        "rrf_k": q.rrf_k,
+    }
 
 
 def fused_hits(
@@ -156,16 +160,7 @@ def fused_hits(
     ids = [pid for pid, _ in cosines]
     dense = [cos for _, cos in cosines]
     sparse = [bm25.get(pid, 0.0) for pid in ids]
-    order = fused_order(
-        dense,
-        sparse,
-        ids,
-        method=cast(FusionMethod, q.fusion),
-        dense_weight=q.dense_weight,
-        sparse_weight=q.sparse_weight,
-        limit=q.limit,
-        rrf_k=q.rrf_k,
-    )
+    order = fused_order(dense, sparse, ids, **_python_fusion(q))
     return [
         bare_hit(ids[i], fused, {DENSE_KEY: dense[i], SPARSE_KEY: sparse[i]}) for i, fused in order
     ]
