@@ -27,6 +27,7 @@ from typing import Any
 
 from evals.bench.output import announce, default_out
 from service.index.edge_points import Unread
+from service.index.edge_union import best_first
 from service.index.engine_fusion import fused_hits, rank_points
 from service.index.protocol import SearchQuery
 
@@ -43,7 +44,7 @@ def candidates(rng: random.Random, prefetch: int = 50, overlap: int = 15) -> tup
 
 
 def _points(scores: dict[Any, float]) -> list[Unread]:
-    return [Unread(pid, s) for pid, s in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))]
+    return [Unread(pid, s) for pid, s in best_first(scores)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         return rank_points(q, [_points(cosines), _points(bm25)], lambda p: [])
 
     def union(cosines: Any, bm25: Any) -> Any:
-        return fused_hits(q, sorted(cosines.items(), key=lambda kv: (-kv[1], kv[0])), bm25)
+        return fused_hits(q, best_first(cosines), bm25)
 
     for cosines, bm25 in sets:
         a, b = general(cosines, bm25), union(cosines, bm25)

@@ -27,10 +27,11 @@ import qdrant_edge as qe
 
 from service.errors import UpstreamError
 from service.index.edge_filters import tenant_acl_filter
-from service.index.edge_points import rank_union, rank_unread, with_payloads
+from service.index.edge_points import rank_unread, with_payloads
 from service.index.edge_union import rescored_union
 from service.index.engine_fusion import (
     ENGINE_FUSIONS,
+    fused_hits,
     is_hybrid,
     list_copies,
     needs_bm25_list,
@@ -362,7 +363,7 @@ class EdgeIndex:
                 return []
         with self._rw.read():  # the search and its payloads see the same index
             if union:
-                scored = rescored_union(
+                cosines, bm25 = rescored_union(
                     self._shard,
                     q,
                     flt=flt,
@@ -370,7 +371,7 @@ class EdgeIndex:
                     dense_params=DENSE_FILTERED if self._acorn else None,
                     sparse_params=search_params(q, corpus),
                 )
-                hits = rank_union(q, scored)
+                hits = fused_hits(q, cosines, bm25)
             else:
                 hits = rank_unread(q, self._shard.query_batch(qe.QueryBatchRequest(requests)))
             records = self._shard.retrieve([h.id for h in hits], True, False) if hits else []

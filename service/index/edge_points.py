@@ -9,10 +9,10 @@ strings do, so ties break the same way) and only the winners' become strings.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from service.index.engine_fusion import fused_hits, hits_from_lists, rank_points
+from service.index.engine_fusion import hits_from_lists, rank_points
 from service.index.protocol import SENTENCE_VECTORS, Hit, SearchQuery, hit_from_payload
 from service.index.schema import DENSE
 from service.index.sentences import attach_encoded
@@ -43,13 +43,6 @@ def rank_unread(q: SearchQuery, results: Sequence[Any]) -> list[Hit]:
     """The top `q.limit` bare hits of points returned without payloads."""
     unread = [[Unread(p.id, p.score, p.vector) for p in r] for r in results]
     return rank_points(q, unread, _dense_of)
-
-
-def rank_union(
-    q: SearchQuery, union: tuple[Sequence[tuple[Any, float]], Mapping[Any, float]]
-) -> list[Hit]:
-    """The top `q.limit` bare hits of `edge_union.rescored_union`'s (cosines, BM25 scores)."""
-    return fused_hits(q, *union)
 
 
 def with_payloads(dense: Any, hits: list[Hit], records: Sequence[Any]) -> list[Hit]:

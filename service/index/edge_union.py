@@ -14,7 +14,7 @@ only).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import qdrant_edge as qe
@@ -69,4 +69,9 @@ def rescored_union(
         more = shard.query_batch(qe.QueryBatchRequest([r for _, r in rest]))
         for (scores, _), points in zip(rest, more, strict=True):
             scores.update((p.id, p.score) for p in points)
-    return sorted(cosines.items(), key=lambda kv: (-kv[1], kv[0])), bm25
+    return best_first(cosines), bm25
+
+
+def best_first(scores: Mapping[Any, float]) -> list[tuple[Any, float]]:
+    """(id, score) pairs best first, equal scores by id (UUIDs order as their strings do)."""
+    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))

@@ -10,12 +10,13 @@ from typing import Any
 import pytest
 
 from service.index.edge_points import Unread
+from service.index.edge_union import best_first
 from service.index.engine_fusion import fused_hits, rank_points
 from service.index.protocol import SearchQuery
 
 
 def _points(scores: dict[Any, float]) -> list[Unread]:
-    return [Unread(pid, s) for pid, s in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))]
+    return [Unread(pid, s) for pid, s in best_first(scores)]
 
 
 def _snap(hits: list[Any]) -> list[Any]:
@@ -40,8 +41,7 @@ def test_fused_hits_rank_as_the_general_path(fusion: str, dense_weight: float) -
             sparse_weight=1.0 - dense_weight,
         )
         general = rank_points(q, [_points(cosines), _points(bm25)], lambda p: [])
-        best_first = sorted(cosines.items(), key=lambda kv: (-kv[1], kv[0]))
-        assert _snap(fused_hits(q, best_first, bm25)) == _snap(general)
+        assert _snap(fused_hits(q, best_first(cosines), bm25)) == _snap(general)
 
 
 def test_an_empty_union_has_no_hits() -> None:
