@@ -205,7 +205,9 @@ class MicroBatcher:
         self._queue: asyncio.Queue[Item] = asyncio.Queue(max_queue)
         self._executor = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="embed")
         self._slots = asyncio.Semaphore(self.workers)
-        self._calls: set[asyncio.Task[None]] = set()
+        self._calls: dict[asyncio.Task[None], list[int]] = {}
+        """Each call in flight and how many of its texts its worker has not finished with
+        (one count in a list, counted down on the loop as each text's vector is delivered)."""
         self._task: asyncio.Task[None] | None = None
         self.batches = 0
 
@@ -256,7 +258,7 @@ class MicroBatcher:
                 self._slots.release()
                 continue
             # nothing else runs in the model, nor any other request here: may go wide
-            lone = len(live) == 1 and not self._calls and not (self.busy and self.busy())
+            lone = len(live) == 1 and not self.in_model() and not (self.busy and self.busy())
             groups: list[Group] = []
             for exact in (False, True):
                 part = [item for item in live if item[2] is exact]
@@ -276,8 +278,9 @@ class MicroBatcher:
                 goes_wide = self.choice.wide()
                 self.lone_calls += goes_wide
                 groups.append((wide if goes_wide else narrow, part, goes_wide))
-            call = loop.create_task(self._call(loop, groups), name="embed-call")
-            self._calls.add(call)
+            left = [len(live)]
+            call = loop.create_task(self._call(loop, groups, left), name="embed-call")
+            self._calls[call] = left
             # a done callback, not a `finally`: a call cancelled before it ever ran (close())
             # would otherwise keep its slot, and a restarted batcher wait for it forever
             call.add_done_callback(self._call_done)
@@ -298,38 +301,61 @@ class MicroBatcher:
                 break
         return [item for item in batch if not item[1].done()]
 
+    def in_model(self) -> bool:
+        """Whether a text handed to a worker is still being embedded. A call whose texts are
+        all delivered counts no more, though its worker has yet to come back: that takes the
+        GIL, which the loop holds while it goes on with the request (a search), and a lone
+        query that came meanwhile took the narrow session, cold, in 4 of 323 searches at one
+        client (2026-12-05)."""
+        return any(left[0] for left in self._calls.values())
+
     def _call_done(self, call: asyncio.Task[None]) -> None:
-        self._calls.discard(call)
+        self._calls.pop(call, None)
         self._slots.release()
 
-    async def _call(self, loop: asyncio.AbstractEventLoop, groups: list[Group]) -> None:
+    async def _call(
+        self, loop: asyncio.AbstractEventLoop, groups: list[Group], left: list[int]
+    ) -> None:
         """The groups (an embedder and its texts) in turn on one worker, each text alone
-        (`_one_by_one`), each caller answered as soon as its own vector (or error) is there; a
-        lone query's time goes to the choice that placed it (`LoneChoice`)."""
+        (`_one_by_one`), each caller answered as soon as its own vector (or error) is there,
+        `left` counted down as each text is done with; a lone query's time goes to the choice
+        that placed it (`LoneChoice`)."""
         self.batches += 1
+
+        def settle(
+            f: asyncio.Future[Vectors], vec: Vectors | None, error: Exception | None
+        ) -> None:
+            left[0] -= 1
+            _settle(f, vec, error)
+
         for embedder, items, went_wide in groups:
             started = time.perf_counter()
-            await loop.run_in_executor(self._executor, _one_by_one, loop, embedder, items)
+            await loop.run_in_executor(self._executor, _one_by_one, loop, embedder, items, settle)
             if went_wide is not None:
                 texts = [text for text, _, _ in items]
                 self.choice.record(went_wide, (time.perf_counter() - started) * 1000, texts)
 
 
-def _one_by_one(loop: asyncio.AbstractEventLoop, embedder: Embedder, items: list[Item]) -> None:
+def _one_by_one(
+    loop: asyncio.AbstractEventLoop,
+    embedder: Embedder,
+    items: list[Item],
+    settle: Callable[[asyncio.Future[Vectors], Vectors | None, Exception | None], None],
+) -> None:
     """Embed each waiting text in its own model run, on this worker thread, and hand each
     caller its vector as it is made. A batch is padded to its longest text: four SciFact
     claims took 24.5 ms p50 in one call of the block8 copy and 21.5 ms in four (one thread;
     a CPU gains nothing from the batch), and the first caller waited for all four; at 4
     clients over HTTP, p95 36.8-39.4 against 41.8-43.5 ms, three alternating runs each."""
     for text, f, _ in items:
-        if f.done():  # its caller gave up
-            continue
-        try:
-            vec: Vectors | None = np.asarray(embedder.embed([text])[0], dtype=np.float32)
-            error: Exception | None = None
-        except Exception as exc:
-            vec, error = None, exc
-        loop.call_soon_threadsafe(_settle, f, vec, error)
+        vec: Vectors | None = None
+        error: Exception | None = None
+        if not f.done():  # else its caller gave up: `settle` only counts it
+            try:
+                vec = np.asarray(embedder.embed([text])[0], dtype=np.float32)
+            except Exception as exc:
+                error = exc
+        loop.call_soon_threadsafe(settle, f, vec, error)
 
 
 def _settle(f: asyncio.Future[Vectors], vec: Vectors | None, error: Exception | None) -> None:

@@ -7,6 +7,7 @@ import itertools
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -173,6 +174,42 @@ async def test_a_lone_query_takes_the_wide_embedder_and_overlapping_ones_the_nar
     await batcher.close()
     np.testing.assert_allclose(second, HashEmbedder(dim=8).embed(["second"])[0], atol=1e-6)
     assert wide.sizes == [1, 1]
+
+
+class SlowToComeBack(ThreadPoolExecutor):
+    """A worker that, once its texts are delivered, takes a while to end its call: as when
+    the event loop holds the GIL the worker needs to return (it goes on with the request)."""
+
+    def submit(self, fn, /, *args, **kwargs):  # type: ignore[no-untyped-def]
+        def run():  # type: ignore[no-untyped-def]
+            out = fn(*args, **kwargs)
+            time.sleep(0.3)
+            return out
+
+        return super().submit(run)
+
+
+async def test_a_query_after_the_last_vector_is_delivered_is_lone_though_its_call_lingers() -> None:
+    narrow, wide = Recording(), Recording()
+    batcher = MicroBatcher(narrow, max_batch=1, max_wait_ms=0, workers=2, alone=wide)
+    batcher._executor.shutdown()
+    batcher._executor = SlowToComeBack(max_workers=2)
+    first = await asyncio.wait_for(batcher.embed("first"), 5)
+    assert batcher._calls  # its call has not ended
+    second = await asyncio.wait_for(batcher.embed("second"), 5)  # nothing in the model: lone
+    assert (wide.sizes, narrow.sizes, batcher.lone_calls) == ([1, 1], [], 2)
+    # while a text is in the model, a query is not lone
+    gate = threading.Event()
+    wide.gate, wide.started = gate, threading.Event()
+    third = asyncio.ensure_future(batcher.embed("third"))
+    assert await asyncio.to_thread(wide.started.wait, 5)
+    fourth = await asyncio.wait_for(batcher.embed("fourth"), 5)
+    assert narrow.sizes == [1] and not third.done()
+    gate.set()
+    await third
+    await batcher.close()
+    for text, vec in (("first", first), ("second", second), ("fourth", fourth)):
+        np.testing.assert_allclose(vec, HashEmbedder(dim=8).embed([text])[0], atol=1e-6)
 
 
 async def test_without_a_wide_embedder_every_call_takes_the_one_given() -> None:
