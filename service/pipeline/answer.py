@@ -37,8 +37,10 @@ from service.pipeline.pointers import (
     follow_subject_links,
     page_guesses,
 )
-from service.pipeline.retrieve import Retrieval
+from service.pipeline.procedure import PAGE_HITS, first_procedure, with_procedure
+from service.pipeline.retrieve import Retrieval, one_question
 from service.pipeline.trim import trim
+from service.text.instructions import asks_how
 
 log = logging.getLogger("ragline.pipeline")
 
@@ -139,15 +141,16 @@ class AnswerPipeline:
                 "idempotency keys need the answer cache", code="idempotency_unavailable"
             )
         budget = Budget(self.settings.budget.ttft_ms)
-        hits = await self.retriever.retrieve(
-            principal,
-            q.search_text,
-            filters=q.filters,
-            top_k=COPIES * q.top_k,
-            budget=budget,
-        )
+        with one_question():  # its later searches (`_sources`) reuse the question's vector
+            hits = await self.retriever.retrieve(
+                principal,
+                q.search_text,
+                filters=q.filters,
+                top_k=COPIES * q.top_k,
+                budget=budget,
+            )
+            sources = await self._sources(principal, q, hits, budget)
         t = self.settings.trim  # before numbering: S1…Sn are the passages the generator sees
-        sources = await self._sources(principal, q, hits, budget)
         async with budget.timed("trim"):
             hits = trim(
                 sources,
@@ -178,32 +181,54 @@ class AnswerPipeline:
         """The answer's `q.top_k` sources from the ranked `hits` (`answer_sources`), each
         passage that only points to another page replaced by that page
         (`service.pipeline.pointers`); a page the search did not find is asked for once more,
-        for the question, within the documents its links may name and under the principal's
-        own filters. Late or failing, the answer goes on without it (`done.degraded`:
-        `pointer_search_timeout`, `pointer_search_unavailable`)."""
+        for the question, within the documents its links may name. A question that asks how
+        gets its top page's first procedure as its second source (`service.pipeline.procedure`),
+        from one more search within that page."""
         top = answer_sources(q.query, self._followed(hits, q.query), q.top_k)
         guesses = list(dict.fromkeys(g for h in top for g in page_guesses(h, hits)))
-        if not guesses:
-            return top
-        within = AnyOf("doc_id", tuple(guesses[: 2 * MAX_GUESSES]))
+        if guesses:
+            docs = guesses[: 2 * MAX_GUESSES]
+            more = await self._within(principal, q, docs, q.top_k, budget, "pointer_search")
+            if more is not None:
+                seen = {h.id for h in hits}
+                hits = [*hits, *(h for h in more if h.id not in seen)]
+                top = answer_sources(q.query, self._followed(hits, q.query), q.top_k)
+        if top and q.top_k > 1 and asks_how(q.query):
+            page = await self._within(
+                principal, q, [top[0].doc_id], PAGE_HITS, budget, "procedure_search"
+            )
+            if page is not None:
+                top = with_procedure(top, first_procedure(page), q.top_k)
+        return top
+
+    async def _within(
+        self,
+        principal: Principal,
+        q: Question,
+        docs: Sequence[str],
+        top_k: int,
+        budget: Budget,
+        what: str,
+    ) -> list[Hit] | None:
+        """The question searched once more within `docs`, under the principal's and the
+        question's own filters (a page of another tenant, or one the user may not read, is
+        never found); None when that search is late or fails: the answer goes on without it,
+        and `done.degraded` says so (`<what>_timeout`, `<what>_unavailable`)."""
+        within = AnyOf("doc_id", tuple(docs))
         conditions = (*(q.filters.conditions if q.filters else ()), within)
         try:
-            more = await self.retriever.retrieve(
+            return await self.retriever.retrieve(
                 principal,
                 q.search_text,
                 filters=FilterSpec(conditions=conditions),
-                top_k=q.top_k,
+                top_k=top_k,
                 budget=budget,
             )
         except DeadlineExceeded:
-            budget.degrade("pointer_search_timeout")
-            return top
+            budget.degrade(f"{what}_timeout")
         except UpstreamError:
-            budget.degrade("pointer_search_unavailable")
-            return top
-        seen = {h.id for h in hits}
-        hits = [*hits, *(h for h in more if h.id not in seen)]
-        return answer_sources(q.query, self._followed(hits, q.query), q.top_k)
+            budget.degrade(f"{what}_unavailable")
+        return None
 
     @staticmethod
     def _followed(hits: Sequence[Hit], query: str) -> list[Hit]:

@@ -15,6 +15,9 @@ letters, but the embedder reads "CORS kaise enable karein" no better than Devana
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import Protocol
 
 from service import telemetry
@@ -33,6 +36,23 @@ from service.text.tokenize import script_of
 
 MAX_PREFETCH = 500
 MAX_SHORTLIST = 200
+
+_vectors: ContextVar[dict[tuple[str, bool], list[float]] | None] = ContextVar(
+    "ragline_question_vectors", default=None
+)
+
+
+@contextlib.contextmanager
+def one_question() -> Iterator[None]:
+    """Within it (one request's task), searches for the same text share its query vector: an
+    answer searches again within a page a pointer names or for its procedure
+    (`service.pipeline.answer`), and embeds its question once, with or without the embedding
+    cache. Nothing outlives the request or reaches another one."""
+    token = _vectors.set({})
+    try:
+        yield
+    finally:
+        _vectors.reset(token)
 
 
 def build_search_query(
@@ -118,12 +138,16 @@ class Retriever:
         b = self.settings.budget
         sparse = query_vector(query)
         telemetry.annotate(k=top_k, lang=script_of(query), filtered=filters is not None)
-        dense: list[float] | None = None
-        try:
-            async with budget.stage("embed", b.embed_ms):
-                dense = (await self.batcher.embed(query, exact=self.exact)).tolist()
-        except TimeoutError:
-            budget.degrade("embed_timeout_bm25_only")
+        known = _vectors.get()
+        dense = known.get((query, self.exact)) if known is not None else None
+        if dense is None:
+            try:
+                async with budget.stage("embed", b.embed_ms):
+                    dense = (await self.batcher.embed(query, exact=self.exact)).tolist()
+            except TimeoutError:
+                budget.degrade("embed_timeout_bm25_only")
+            if known is not None and dense is not None:
+                known[(query, self.exact)] = dense
         if dense is None and not sparse.indices:
             return []
         shortlist = top_k

@@ -189,8 +189,10 @@ async def test_a_page_the_search_did_not_find_is_asked_for_within_the_user_s_fil
     )
     prepared = await pipeline.prepare(Principal(tenant_id="t", user_id="u", groups=()), q)
     assert [s.doc_id for s in prepared.sources] == [page.doc_id, other.doc_id]
-    first, second = retrieval.filters
+    # the third search is the how-question's, within the top page (service.pipeline.procedure)
+    first, second, third = retrieval.filters
     assert first == team and second is not None and second.conditions[0] == team.conditions[0]
+    assert third == FilterSpec(conditions=(*team.conditions, AnyOf("doc_id", (page.doc_id,))))
     guesses = second.conditions[1]
     assert isinstance(guesses, AnyOf) and guesses.field == "doc_id"
     assert "en/docs/tutorial/static-files.md" in guesses.values

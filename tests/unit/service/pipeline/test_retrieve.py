@@ -12,10 +12,11 @@ import pytest
 from service.config import Settings
 from service.embed.batcher import MicroBatcher
 from service.embed.fake import HashEmbedder
+from service.embed.protocol import Vectors
 from service.identity import Principal
 from service.index.protocol import Hit, SearchQuery
 from service.pipeline.budget import Budget
-from service.pipeline.retrieve import Retriever
+from service.pipeline.retrieve import Retriever, one_question
 from service.rerank.stage import RerankStage
 
 pytestmark = pytest.mark.unit
@@ -144,3 +145,52 @@ async def test_busy_reranker_is_skipped_not_queued_without_bound() -> None:
     assert sorted(b.degraded for b in budgets) == [[], ["rerank_busy"]]
     assert all(len(r) == 2 for r in results)
     await retriever.batcher.close()
+
+
+class CountingEmbedder:
+    """A query embedder that counts its calls; `slow` texts miss any deadline."""
+
+    def __init__(self, slow: frozenset[str] = frozenset()) -> None:
+        self.texts: list[str] = []
+        self.slow = slow
+        self.model = HashEmbedder(dim=16)
+
+    async def embed(self, text: str, *, exact: bool = False) -> Vectors:
+        self.texts.append(text)
+        if text in self.slow:
+            await asyncio.sleep(5)
+        vec: Vectors = self.model.embed([text])[0]
+        return vec
+
+
+async def test_one_question_embeds_its_text_once_and_keeps_nothing_after() -> None:
+    embedder = CountingEmbedder()
+    index = FakeIndex()
+    retriever = Retriever(embedder, index, Settings())  # type: ignore[arg-type]
+
+    async def search(text: str) -> None:
+        await retriever.retrieve(PRINCIPAL, text, filters=None, top_k=3, budget=Budget(800))
+
+    with one_question():
+        await search("how do I run a task?")
+        await search("how do I run a task?")  # a second search within the page: no new run
+        await search("another text")
+    assert embedder.texts == ["how do I run a task?", "another text"]
+    assert index.queries[0].dense == index.queries[1].dense is not None
+    await search("how do I run a task?")  # another request: embedded again
+    assert embedder.texts[-1] == "how do I run a task?" and len(embedder.texts) == 3
+
+
+async def test_a_late_embedding_is_not_kept_for_the_question_s_next_search() -> None:
+    embedder = CountingEmbedder(slow=frozenset({"slow question"}))
+    s = Settings()
+    fast = msgspec.structs.replace(s, budget=msgspec.structs.replace(s.budget, embed_ms=20))
+    retriever = Retriever(embedder, FakeIndex(), fast)  # type: ignore[arg-type]
+    with one_question():
+        for _ in range(2):
+            budget = Budget(800)
+            await retriever.retrieve(
+                PRINCIPAL, "slow question", filters=None, top_k=3, budget=budget
+            )
+            assert budget.degraded == ["embed_timeout_bm25_only"]
+    assert embedder.texts == ["slow question", "slow question"]

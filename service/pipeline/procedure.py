@@ -1,0 +1,42 @@
+"""A how-question's top page gives the answer its first procedure.
+
+"How do I …?" is answered by a procedure, and a page says its procedure early: the steps right
+after its introduction ("First, import `BackgroundTasks` and define a parameter …",
+"`TestClient` import करें।"). The search finds the page but, among its chunks, ranks higher
+the ones that repeat the question's words (a later section, an aside, a recap), while steps
+rarely repeat them: over the `docs` suite's Hindi how-questions the chunks holding the gold
+evidence ranked 5th to 45th, most of them among the page's first five chunks (2026-12-05).
+
+So for a question that asks how (`asks_how`) the answer searches the top source's page once
+more, for the question, under the same tenant, permission and metadata filters as the first
+search (`AnswerPipeline`), and the earliest chunk found there that holds a step (`is_step`)
+becomes the answer's second source; the last one leaves, so the answer keeps `top_k` sources.
+Nothing changes when that chunk is a source already, when the page holds no step the question
+reaches, or for `top_k` 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from service.index.protocol import Hit
+from service.text.instructions import is_step
+from service.text.markdown import units
+
+PAGE_HITS = 15
+"""Chunks of the top page the second search asks for (the first procedure is among them)."""
+
+
+def first_procedure(page: Sequence[Hit]) -> Hit | None:
+    """Of one page's chunks, the earliest that holds a step."""
+    steps = [h for h in page if any(is_step(u) for u in units(h.text))]
+    return min(steps, key=lambda h: h.chunk_ix, default=None)
+
+
+def with_procedure(sources: Sequence[Hit], procedure: Hit | None, top_k: int) -> list[Hit]:
+    """`sources` with `procedure` second and at most `top_k` of them."""
+    if procedure is None or top_k < 2 or not sources:
+        return list(sources)
+    if any(h.id == procedure.id for h in sources):
+        return list(sources)
+    return [sources[0], procedure, *sources[1:]][:top_k]

@@ -1,0 +1,89 @@
+"""A how-question's answer quotes its page's procedure, over the real embedder, Qdrant Edge and
+HTTP (`service.pipeline.procedure`): the page's sections that repeat the question's words rank
+above its steps, yet the answer holds the steps; another tenant's page at the same path, with
+steps of its own, is never reached."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.helpers import auth, index_pages, make_key
+
+pytestmark = [pytest.mark.integration, pytest.mark.e2e]
+
+PAGE = "docs/tutorial/background-tasks.md"
+QUESTION = "How do I run a background task after returning a response?"
+MINE = """# Background Tasks
+
+Background tasks are work done once a response is returned, such as sending an email
+notification that the client need not wait for.
+
+## Using `BackgroundTasks`
+
+First, import `BackgroundTasks` and define a parameter in your path operation function with a
+type declaration of `BackgroundTasks`.
+
+Then pass your task function to the background tasks object with the method `.add_task()`.
+
+## A task after returning a response
+
+A task runs after returning a response. After the response is returned, the task runs: a task
+run after returning a response never delays that response, and a slow task run after returning
+a response delays only the tasks after it.
+
+## Tasks and responses in tests
+
+In tests a task runs after returning a response too: the test gets the response, then the task
+runs, so a test checks what a task did after returning a response.
+"""
+THEIRS = MINE.replace("`BackgroundTasks`", "`SecretQueue`").replace(
+    "`.add_task()`", "`.enqueue_secret()`"
+)
+
+
+@pytest.fixture(scope="module")
+async def tenants(runtime: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    await index_pages(runtime, "procedure-docs", tmp_path_factory.mktemp("mine"), {PAGE: MINE})
+    await index_pages(runtime, "procedure-other", tmp_path_factory.mktemp("theirs"), {PAGE: THEIRS})
+    return "procedure-docs", "procedure-other"
+
+
+async def test_the_answer_holds_the_page_s_steps_that_the_search_ranks_below_its_asides(
+    http: httpx.AsyncClient, runtime: Any, tenants: tuple[str, str]
+) -> None:
+    mine, _ = tenants
+    key = await make_key(runtime, mine, "uma", [])
+    # the premise: the question's own top two are the sections that repeat its words
+    resp = await http.post("/v1/search", json={"query": QUESTION, "top_k": 2}, headers=auth(key))
+    assert resp.status_code == 200, resp.text
+    found = resp.json()["results"]
+    assert len(found) == 2 and not any("add_task" in h["text"] for h in found), found
+
+    resp = await http.post(
+        "/v1/answer", json={"query": QUESTION, "stream": False, "top_k": 2}, headers=auth(key)
+    )
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    # at most top_k sources (neighbouring chunks of the page may merge into one passage)
+    assert body["abstained"] is False and 1 <= len(body["sources"]) <= 2
+    # the procedure is among the passages the answer was made from, and the answer quotes it
+    assert any("BackgroundTasks" in s["snippet"] for s in body["sources"]), body["sources"]
+    assert "add_task" in body["answer"] and "BackgroundTasks" in body["answer"], body["answer"]
+    assert "SecretQueue" not in body["answer"] and "enqueue_secret" not in body["answer"]
+    assert "procedure_search_timeout" not in body["degraded"]
+
+
+async def test_another_tenant_s_page_at_the_same_path_answers_only_its_own_users(
+    http: httpx.AsyncClient, runtime: Any, tenants: tuple[str, str]
+) -> None:
+    _, theirs = tenants
+    key = await make_key(runtime, theirs, "tom", [])
+    resp = await http.post(
+        "/v1/answer", json={"query": QUESTION, "stream": False, "top_k": 2}, headers=auth(key)
+    )
+    assert resp.status_code == 200, resp.text
+    answer = resp.json()["answer"]
+    assert "enqueue_secret" in answer and "add_task" not in answer, answer

@@ -1,0 +1,146 @@
+"""A how-question's top page gives the answer its first procedure (`service.pipeline.procedure`):
+which chunk that is, where it goes, and the second search that finds it (within the page, under
+the user's own filters; late or failing, the answer goes on without it)."""
+
+from __future__ import annotations
+
+import pytest
+
+from service.config import load_settings
+from service.errors import DeadlineExceeded, UpstreamError
+from service.generate.router import GeneratorRouter
+from service.identity import Principal
+from service.index.filters import AnyOf, FilterSpec, Match
+from service.index.protocol import Hit
+from service.pipeline.answer import AnswerPipeline, PreparedAnswer, Question
+from service.pipeline.budget import Budget
+from service.pipeline.procedure import PAGE_HITS, first_procedure, with_procedure
+from tests.cache_helpers import CountingGenerator
+
+pytestmark = pytest.mark.unit
+
+PAGE = "docs/tutorial/background-tasks.md"
+INTRO = "Background tasks run after a response is returned."
+STEPS = (
+    "First, import `BackgroundTasks` and define a parameter of that type.\n\n"
+    "Then pass your task function to it with `.add_task()`."
+)
+LATER_STEPS = "Create a task function. Pass it to `.add_task()` with its arguments."
+DETAILS = "A task runs after the response is sent, so a slow task does not delay the response."
+HINDI_STEPS = "सबसे पहले, `BackgroundTasks` import करें और एक parameter define करें।"
+
+
+def hit(text: str, ix: int, doc_id: str = PAGE) -> Hit:
+    return Hit(id=f"{doc_id}#{ix}", doc_id=doc_id, chunk_ix=ix, score=1.0, text=text)
+
+
+def test_the_earliest_chunk_with_a_step_is_the_page_s_procedure() -> None:
+    intro, steps, details, later = (
+        hit(INTRO, 0),
+        hit(STEPS, 2),
+        hit(DETAILS, 1),
+        hit(LATER_STEPS, 5),
+    )
+    # ranked by the question's words, the steps come last; the earliest of them is the procedure
+    assert first_procedure([details, later, intro, steps]) == steps
+    assert first_procedure([hit(DETAILS, 3), hit(HINDI_STEPS, 4)]) == hit(HINDI_STEPS, 4)
+    assert first_procedure([intro, details]) is None
+    assert first_procedure([]) is None
+
+
+def test_the_procedure_comes_second_and_the_last_source_leaves() -> None:
+    a, b, c = hit(DETAILS, 3), hit(INTRO, 0), hit("Other page.", 0, "docs/other.md")
+    proc = hit(STEPS, 1)
+    assert with_procedure([a, b, c], proc, 3) == [a, proc, b]
+    assert with_procedure([a], proc, 3) == [a, proc]  # fewer sources than top_k: one more
+    assert with_procedure([a, proc, c], proc, 3) == [a, proc, c]  # a source already
+    assert with_procedure([a, b], proc, 1) == [a, b][:2]  # top_k 1: nothing to make room in
+    assert with_procedure([a, b], None, 3) == [a, b]
+    assert with_procedure([], proc, 3) == []
+
+
+class PageRetrieval:
+    """The first search's ranked hits; a search with a `doc_id` condition returns that page's
+    chunks. Records each search's filter and top_k."""
+
+    def __init__(self, ranked: list[Hit], page: list[Hit], fails: Exception | None = None) -> None:
+        self.ranked, self.page, self.fails = ranked, page, fails
+        self.asked: list[tuple[FilterSpec | None, int]] = []
+
+    async def retrieve(
+        self,
+        principal: Principal,
+        query: str,
+        *,
+        filters: FilterSpec | None,
+        top_k: int,
+        budget: Budget,
+    ) -> list[Hit]:
+        self.asked.append((filters, top_k))
+        docs = [c for c in (filters.conditions if filters else ()) if isinstance(c, AnyOf)]
+        if not docs:
+            return self.ranked[:top_k]
+        if self.fails is not None:
+            raise self.fails
+        return [h for h in self.page if h.doc_id in docs[0].values][:top_k]
+
+
+def ranked_and_page(fails: Exception | None = None) -> PageRetrieval:
+    """The first search's top three (two asides of the page, another page) and the page's
+    chunks, the steps among them; chunks apart, since trim merges neighbours into one passage."""
+    details, intro, steps = hit(DETAILS, 6), hit(INTRO, 0), hit(STEPS, 3)
+    other = hit("Background jobs run in a queue.", 0, "docs/other.md")
+    return PageRetrieval([details, intro, other], [details, intro, steps], fails)
+
+
+async def prepare(
+    retrieval: PageRetrieval, query: str, filters: FilterSpec | None = None
+) -> PreparedAnswer:
+    pipeline = AnswerPipeline(
+        retrieval, GeneratorRouter.of(CountingGenerator()), load_settings(environ={})
+    )
+    q = Question(query=query, filters=filters, top_k=3, max_tokens=64, request_id="r")
+    return await pipeline.prepare(Principal(tenant_id="t", user_id="u", groups=()), q)
+
+
+async def test_a_how_question_gets_the_procedure_from_its_top_page_within_the_user_s_filters() -> (
+    None
+):
+    retrieval = ranked_and_page()
+    mine = FilterSpec(conditions=(Match("team", "web"),))
+    prepared = await prepare(retrieval, "How can I run a task after returning a response?", mine)
+    assert [s.doc_id for s in prepared.sources][:2] == [PAGE, PAGE]
+    assert len(prepared.sources) == 3 and any("add_task" in h.text for h in prepared.hits)
+    assert "docs/other.md" not in [s.doc_id for s in prepared.sources]  # the last one left
+    (first, _), (second, top_k) = retrieval.asked
+    assert first == mine and top_k == PAGE_HITS
+    assert second is not None and second.conditions == (
+        Match("team", "web"),
+        AnyOf("doc_id", (PAGE,)),
+    )
+    assert prepared.budget.degraded == []
+
+
+@pytest.mark.parametrize(
+    "query", ["What does a background task do after a response?", "How many tasks can run?"]
+)
+async def test_no_second_search_unless_the_question_asks_how(query: str) -> None:
+    retrieval = ranked_and_page()
+    await prepare(retrieval, query)
+    assert len(retrieval.asked) == 1
+
+
+@pytest.mark.parametrize(
+    ("error", "degraded"),
+    [
+        (DeadlineExceeded("vector search missed its deadline"), "procedure_search_timeout"),
+        (UpstreamError("vector search failed"), "procedure_search_unavailable"),
+    ],
+)
+async def test_a_late_or_failing_procedure_search_leaves_the_sources_as_they_were(
+    error: Exception, degraded: str
+) -> None:
+    retrieval = ranked_and_page(fails=error)
+    prepared = await prepare(retrieval, "How do I run a task after a response?")
+    assert [h.id for h in prepared.hits] == [h.id for h in retrieval.ranked]
+    assert prepared.budget.degraded == [degraded]
