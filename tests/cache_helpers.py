@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 
 from service.config import RedisSettings
+from service.errors import DeadlineExceeded, Overloaded, UpstreamError
 from service.generate.breaker import CircuitBreaker
 from service.generate.extractive import ExtractiveGenerator
 from service.generate.protocol import GenerationRecord, Generator, Passage, TokenStream
@@ -46,6 +47,16 @@ class ListRetrieval:
     ) -> list[Hit]:
         self.asked.append(top_k)
         return self.hits[:top_k]
+
+
+def second_search_failures(what: str) -> list[tuple[Exception, str]]:
+    """How an answer's second search (a pointer's page, a how-question's procedure) can end
+    without hits, and what `done.degraded` then says: the answer goes on without it."""
+    return [
+        (DeadlineExceeded("vector search missed its deadline"), f"{what}_timeout"),
+        (Overloaded("embedding queue is full"), f"{what}_busy"),
+        (UpstreamError("vector search failed"), f"{what}_unavailable"),
+    ]
 
 
 class CountingGenerator:

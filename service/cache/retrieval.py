@@ -96,10 +96,10 @@ class CachingRetriever:
         top_k: int,
         budget: Budget,
     ) -> list[Hit]:
-        degraded = len(budget.degraded)
+        degraded = budget.degradations
         hits = await self.inner.retrieve(
             principal, query, filters=filters, top_k=top_k, budget=budget
         )
-        if len(budget.degraded) == degraded:  # a degraded result (e.g. BM25 only) is not kept
+        if budget.degradations == degraded:  # a degraded result (e.g. BM25 only) is not kept
             await self.cache.set(KIND, key, msgspec.json.encode(hits), self.ttl_s, background=True)
         return hits

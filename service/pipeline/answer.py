@@ -15,7 +15,13 @@ import msgspec
 from service import telemetry
 from service.answerability import Decision, answer_confidence, decide, load_model, realign
 from service.config import Settings
-from service.errors import DeadlineExceeded, InvalidRequest, RaglineError, UpstreamError
+from service.errors import (
+    DeadlineExceeded,
+    InvalidRequest,
+    Overloaded,
+    RaglineError,
+    UpstreamError,
+)
 from service.generate.extractive import NO_ANSWER
 from service.generate.prompt import PROMPT_VERSION
 from service.generate.protocol import GenerationRecord, Passage, citations_in
@@ -213,7 +219,7 @@ class AnswerPipeline:
         """The question searched once more within `docs`, under the principal's and the
         question's own filters (a page of another tenant, or one the user may not read, is
         never found); None when that search is late or fails: the answer goes on without it,
-        and `done.degraded` says so (`<what>_timeout`, `<what>_unavailable`)."""
+        and `done.degraded` says so (`<what>_timeout`, `<what>_busy`, `<what>_unavailable`)."""
         within = AnyOf("doc_id", tuple(docs))
         conditions = (*(q.filters.conditions if q.filters else ()), within)
         try:
@@ -226,6 +232,8 @@ class AnswerPipeline:
             )
         except DeadlineExceeded:
             budget.degrade(f"{what}_timeout")
+        except Overloaded:  # the embedder's queue is full: the answer goes on without it
+            budget.degrade(f"{what}_busy")
         except UpstreamError:
             budget.degrade(f"{what}_unavailable")
         return None

@@ -22,11 +22,16 @@ class Budget:
         self.deadline = self.started + ttft_ms / 1000
         self.timings_ms: dict[str, float] = {}
         self.degraded: list[str] = []
+        self.degradations = 0
+        """Every `degrade` call, a reason seen before included: a stage can tell whether it
+        degraded itself (the retrieval cache keeps no degraded result) though the request's list
+        already named the reason."""
 
     def elapsed_ms(self) -> float:
         return (self._loop.time() - self.started) * 1000
 
     def degrade(self, what: str) -> None:
+        self.degradations += 1
         if what not in self.degraded:
             self.degraded.append(what)
             telemetry.note_degraded(what)

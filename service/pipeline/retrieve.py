@@ -37,7 +37,7 @@ from service.text.tokenize import script_of
 MAX_PREFETCH = 500
 MAX_SHORTLIST = 200
 
-_vectors: ContextVar[dict[tuple[str, bool], list[float]] | None] = ContextVar(
+_vectors: ContextVar[dict[tuple[str, bool], list[float] | None] | None] = ContextVar(
     "ragline_question_vectors", default=None
 )
 
@@ -47,7 +47,8 @@ def one_question() -> Iterator[None]:
     """Within it (one request's task), searches for the same text share its query vector: an
     answer searches again within a page a pointer names or for its procedure
     (`service.pipeline.answer`), and embeds its question once, with or without the embedding
-    cache. Nothing outlives the request or reaches another one."""
+    cache. An embedding that missed its deadline is not asked for again: the later searches
+    are BM25 alone too, and say so. Nothing outlives the request or reaches another one."""
     token = _vectors.set({})
     try:
         yield
@@ -139,15 +140,20 @@ class Retriever:
         sparse = query_vector(query)
         telemetry.annotate(k=top_k, lang=script_of(query), filtered=filters is not None)
         known = _vectors.get()
-        dense = known.get((query, self.exact)) if known is not None else None
-        if dense is None:
+        key = (query, self.exact)
+        dense: list[float] | None = None
+        if known is not None and key in known:
+            dense = known[key]
+            if dense is None:  # this question's embedding missed its deadline: BM25 again
+                budget.degrade("embed_timeout_bm25_only")
+        else:
             try:
                 async with budget.stage("embed", b.embed_ms):
                     dense = (await self.batcher.embed(query, exact=self.exact)).tolist()
             except TimeoutError:
                 budget.degrade("embed_timeout_bm25_only")
-            if known is not None and dense is not None:
-                known[(query, self.exact)] = dense
+            if known is not None:
+                known[key] = dense
         if dense is None and not sparse.indices:
             return []
         shortlist = top_k

@@ -39,9 +39,17 @@ a response delays only the tasks after it.
 In tests a task runs after returning a response too: the test gets the response, then the task
 runs, so a test checks what a task did after returning a response.
 """
-THEIRS = MINE.replace("`BackgroundTasks`", "`SecretQueue`").replace(
-    "`.add_task()`", "`.enqueue_secret()`"
-)
+# the other tenant's page, at the same path, says its steps in its first chunk: were its chunks
+# ever searched for our users, the earliest step would be theirs
+THEIRS = """# Background Tasks
+
+First, import `SecretQueue` and define a parameter of that type, then run a background task
+after returning a response with `.enqueue_secret()`.
+
+## A task after returning a response
+
+A task runs after returning a response.
+"""
 
 
 @pytest.fixture(scope="module")

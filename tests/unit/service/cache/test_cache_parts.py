@@ -9,11 +9,14 @@ import pytest
 
 from service.cache.flights import Broadcast, SingleFlight
 from service.cache.keys import Keys, canonical_filters, normalize_query
+from service.cache.retrieval import CachingRetriever
 from service.cache.stats import Stats
-from service.cache.store import L1Cache
+from service.cache.store import L1Cache, TieredCache
 from service.cache.visibility import View, scoped
 from service.identity import Principal, visibility_fingerprint
-from service.index.filters import parse_filters
+from service.index.filters import FilterSpec, parse_filters
+from service.index.protocol import Hit
+from service.pipeline.budget import Budget
 
 pytestmark = pytest.mark.unit
 
@@ -174,3 +177,58 @@ def test_queries_on_each_model_never_share_cached_retrievals() -> None:
     auto = load_settings(environ={})
     for kind in ("none", "block8"):
         assert retrieval_version(auto, "m", kind) == versions[kind]
+
+
+class Degrading:
+    """A retrieval that degrades its budget for `reason` (None: never) on every search."""
+
+    def __init__(self, reason: str | None) -> None:
+        self.reason = reason
+        self.calls = 0
+
+    async def retrieve(
+        self,
+        principal: Principal,
+        query: str,
+        *,
+        filters: FilterSpec | None,
+        top_k: int,
+        budget: Budget,
+    ) -> list[Hit]:
+        self.calls += 1
+        if self.reason is not None:
+            budget.degrade(self.reason)
+        return [Hit(id="h", doc_id="d", chunk_ix=0, score=1.0, text="BM25 alone")]
+
+
+@pytest.mark.parametrize(("reason", "searched"), [(None, 1), ("embed_timeout_bm25_only", 2)])
+async def test_a_search_that_degrades_is_never_kept_though_the_request_named_its_reason_before(
+    reason: str | None, searched: int
+) -> None:
+    """An answer searches again within a page (its procedure, a pointer's target): when its
+    first search already said `embed_timeout_bm25_only`, the second one's BM25-only hits must
+    not be kept either."""
+    stats = Stats()
+    inner = Degrading(reason)
+    retrieval = CachingRetriever(
+        inner=inner,  # type: ignore[arg-type]
+        cache=TieredCache(L1Cache(max_entries=16, max_bytes=1 << 20), None, stats),
+        keys=Keys(prefix="p:", retrieval_version="r1", answer_version="a1"),
+        visibility=None,  # type: ignore[arg-type]
+        ttl_s=60,
+        stats=stats,
+    )
+    p = Principal(tenant_id="acme", user_id="asha")
+    view = View(
+        tenant_id="acme",
+        version=1,
+        identities=p.identities,
+        fingerprint=visibility_fingerprint("acme", p.identities),
+    )
+    who = scoped(p, view)
+    first = Budget(800)
+    if reason is not None:
+        first.degrade(reason)  # named by the request's first search
+    await retrieval.retrieve(who, "how do I x?", filters=None, top_k=3, budget=first)
+    await retrieval.retrieve(who, "how do I x?", filters=None, top_k=3, budget=Budget(800))
+    assert inner.calls == searched

@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 
 from service.config import load_settings
-from service.errors import DeadlineExceeded, UpstreamError
 from service.generate.router import GeneratorRouter
 from service.identity import Principal
 from service.index.filters import AnyOf, FilterSpec, Match
@@ -21,7 +20,7 @@ from service.pipeline.pointers import (
     page_guesses,
     page_key,
 )
-from tests.cache_helpers import CountingGenerator
+from tests.cache_helpers import CountingGenerator, second_search_failures
 
 
 def hit(doc_id: str, text: str, ix: int = 0, uri: str = "", title: str = "") -> Hit:
@@ -209,13 +208,7 @@ async def test_no_second_search_without_a_pointer() -> None:
     assert retrieval.filters == [None]
 
 
-@pytest.mark.parametrize(
-    ("error", "degraded"),
-    [
-        (DeadlineExceeded("vector search missed its deadline"), "pointer_search_timeout"),
-        (UpstreamError("vector search failed"), "pointer_search_unavailable"),
-    ],
-)
+@pytest.mark.parametrize(("error", "degraded"), second_search_failures("pointer_search"))
 async def test_a_late_or_failing_second_search_leaves_the_answer_as_it_was(
     error: Exception, degraded: str
 ) -> None:

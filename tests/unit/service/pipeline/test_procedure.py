@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 
 from service.config import load_settings
-from service.errors import DeadlineExceeded, UpstreamError
 from service.generate.router import GeneratorRouter
 from service.identity import Principal
 from service.index.filters import AnyOf, FilterSpec, Match
@@ -15,11 +14,12 @@ from service.index.protocol import Hit
 from service.pipeline.answer import AnswerPipeline, PreparedAnswer, Question
 from service.pipeline.budget import Budget
 from service.pipeline.procedure import PAGE_HITS, first_procedure, with_procedure
-from tests.cache_helpers import CountingGenerator
+from tests.cache_helpers import CountingGenerator, second_search_failures
 
 pytestmark = pytest.mark.unit
 
 PAGE = "docs/tutorial/background-tasks.md"
+USER = Principal(tenant_id="t", user_id="u", groups=("web",))
 INTRO = "Background tasks run after a response is returned."
 STEPS = (
     "First, import `BackgroundTasks` and define a parameter of that type.\n\n"
@@ -66,6 +66,7 @@ class PageRetrieval:
     def __init__(self, ranked: list[Hit], page: list[Hit], fails: Exception | None = None) -> None:
         self.ranked, self.page, self.fails = ranked, page, fails
         self.asked: list[tuple[FilterSpec | None, int]] = []
+        self.principals: list[Principal] = []
 
     async def retrieve(
         self,
@@ -77,6 +78,7 @@ class PageRetrieval:
         budget: Budget,
     ) -> list[Hit]:
         self.asked.append((filters, top_k))
+        self.principals.append(principal)
         docs = [c for c in (filters.conditions if filters else ()) if isinstance(c, AnyOf)]
         if not docs:
             return self.ranked[:top_k]
@@ -100,7 +102,7 @@ async def prepare(
         retrieval, GeneratorRouter.of(CountingGenerator()), load_settings(environ={})
     )
     q = Question(query=query, filters=filters, top_k=3, max_tokens=64, request_id="r")
-    return await pipeline.prepare(Principal(tenant_id="t", user_id="u", groups=()), q)
+    return await pipeline.prepare(USER, q)
 
 
 async def test_a_how_question_gets_the_procedure_from_its_top_page_within_the_user_s_filters() -> (
@@ -118,6 +120,7 @@ async def test_a_how_question_gets_the_procedure_from_its_top_page_within_the_us
         Match("team", "web"),
         AnyOf("doc_id", (PAGE,)),
     )
+    assert retrieval.principals == [USER, USER]  # the user's own tenant and groups, both times
     assert prepared.budget.degraded == []
 
 
@@ -130,13 +133,7 @@ async def test_no_second_search_unless_the_question_asks_how(query: str) -> None
     assert len(retrieval.asked) == 1
 
 
-@pytest.mark.parametrize(
-    ("error", "degraded"),
-    [
-        (DeadlineExceeded("vector search missed its deadline"), "procedure_search_timeout"),
-        (UpstreamError("vector search failed"), "procedure_search_unavailable"),
-    ],
-)
+@pytest.mark.parametrize(("error", "degraded"), second_search_failures("procedure_search"))
 async def test_a_late_or_failing_procedure_search_leaves_the_sources_as_they_were(
     error: Exception, degraded: str
 ) -> None:

@@ -181,16 +181,22 @@ async def test_one_question_embeds_its_text_once_and_keeps_nothing_after() -> No
     assert embedder.texts[-1] == "how do I run a task?" and len(embedder.texts) == 3
 
 
-async def test_a_late_embedding_is_not_kept_for_the_question_s_next_search() -> None:
+async def test_a_late_embedding_is_not_asked_for_again_within_the_question() -> None:
+    """The question's next search (a page's procedure) is BM25 alone at once, and says so
+    again (the retrieval cache keeps no degraded search); another request embeds afresh."""
     embedder = CountingEmbedder(slow=frozenset({"slow question"}))
     s = Settings()
     fast = msgspec.structs.replace(s, budget=msgspec.structs.replace(s.budget, embed_ms=20))
-    retriever = Retriever(embedder, FakeIndex(), fast)  # type: ignore[arg-type]
+    index = FakeIndex()
+    retriever = Retriever(embedder, index, fast)  # type: ignore[arg-type]
+    budget = Budget(800)
     with one_question():
         for _ in range(2):
-            budget = Budget(800)
             await retriever.retrieve(
                 PRINCIPAL, "slow question", filters=None, top_k=3, budget=budget
             )
-            assert budget.degraded == ["embed_timeout_bm25_only"]
+    assert embedder.texts == ["slow question"]
+    assert [q.dense for q in index.queries] == [None, None]
+    assert budget.degraded == ["embed_timeout_bm25_only"] and budget.degradations == 2
+    await retriever.retrieve(PRINCIPAL, "slow question", filters=None, top_k=3, budget=Budget(800))
     assert embedder.texts == ["slow question", "slow question"]
