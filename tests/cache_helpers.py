@@ -20,7 +20,7 @@ from service.generate.extractive import ExtractiveGenerator
 from service.generate.protocol import GenerationRecord, Generator, Passage, TokenStream
 from service.generate.router import GeneratorRouter
 from service.identity import Principal
-from service.index.filters import FilterSpec
+from service.index.filters import AnyOf, FilterSpec
 from service.index.protocol import Hit
 from service.pipeline.budget import Budget
 from service.runtime import Runtime
@@ -47,6 +47,41 @@ class ListRetrieval:
     ) -> list[Hit]:
         self.asked.append(top_k)
         return self.hits[:top_k]
+
+
+class DocsRetrieval:
+    """A first search's fixed `ranked` hits; a search with a `doc_id` condition (an answer's
+    second search: a pointer's page, a how-question's procedure) returns the `within` hits of
+    those documents, or raises `fails`. Records each search's filter, top_k and principal."""
+
+    def __init__(
+        self, ranked: Sequence[Hit], within: Sequence[Hit], fails: Exception | None = None
+    ) -> None:
+        self.ranked, self.within, self.fails = list(ranked), list(within), fails
+        self.asked: list[tuple[FilterSpec | None, int]] = []
+        self.principals: list[Principal] = []
+
+    @property
+    def filters(self) -> list[FilterSpec | None]:
+        return [f for f, _ in self.asked]
+
+    async def retrieve(
+        self,
+        principal: Principal,
+        query: str,
+        *,
+        filters: FilterSpec | None,
+        top_k: int,
+        budget: Budget,
+    ) -> list[Hit]:
+        self.asked.append((filters, top_k))
+        self.principals.append(principal)
+        docs = [c for c in (filters.conditions if filters else ()) if isinstance(c, AnyOf)]
+        if not docs:
+            return self.ranked[:top_k]
+        if self.fails is not None:
+            raise self.fails
+        return [h for h in self.within if h.doc_id in docs[0].values][:top_k]
 
 
 def second_search_failures(what: str) -> list[tuple[Exception, str]]:

@@ -117,12 +117,9 @@ def fused_order(
     of its winners only (`service.index.engine_fusion.fused_hits`)."""
     if not dense:
         return []
-    has_dense = dense_weight > 0
-    has_sparse = sparse_weight > 0
-    wd = dense_weight if has_dense else 0.0
-    ws = sparse_weight if has_sparse else 0.0
-    if wd + ws <= 0:
-        wd, ws = (1.0, 0.0) if has_dense else (0.0, 1.0)
+    wd, ws = max(dense_weight, 0.0), max(sparse_weight, 0.0)
+    if wd + ws <= 0:  # neither retriever weighs: BM25's order
+        wd, ws = 0.0, 1.0
     wd, ws = wd / (wd + ws), ws / (wd + ws)
     if method == "rrf":
         fused = [

@@ -12,7 +12,6 @@ from service.identity import Principal
 from service.index.filters import AnyOf, FilterSpec, Match
 from service.index.protocol import Hit
 from service.pipeline.answer import AnswerPipeline, Question
-from service.pipeline.budget import Budget
 from service.pipeline.pointers import (
     POINTER_CHARS,
     follow_pointers,
@@ -20,7 +19,7 @@ from service.pipeline.pointers import (
     page_guesses,
     page_key,
 )
-from tests.cache_helpers import CountingGenerator, second_search_failures
+from tests.cache_helpers import CountingGenerator, DocsRetrieval, second_search_failures
 
 
 def hit(doc_id: str, text: str, ix: int = 0, uri: str = "", title: str = "") -> Hit:
@@ -143,38 +142,18 @@ def test_chains_and_cycles_end() -> None:
     assert len(out) == 1 and out[0].id in {x.id, y.id}
 
 
-class FilteredRetrieval:
-    """Ranked hits, of which a search with a `doc_id` condition returns only those documents;
-    records each search's filter."""
-
-    def __init__(self, hits: list[Hit], fails: Exception | None = None) -> None:
-        self.hits = hits
-        self.fails = fails  # what the second search raises
-        self.filters: list[FilterSpec | None] = []
-
-    async def retrieve(
-        self,
-        principal: Principal,
-        query: str,
-        *,
-        filters: FilterSpec | None,
-        top_k: int,
-        budget: Budget,
-    ) -> list[Hit]:
-        self.filters.append(filters)
-        docs = [c for c in (filters.conditions if filters else ()) if isinstance(c, AnyOf)]
-        if docs and self.fails is not None:
-            raise self.fails
-        if docs:
-            return [h for h in self.hits if h.doc_id in docs[0].values][:top_k]
-        return [h for h in self.hits if h.doc_id != "en/docs/tutorial/static-files.md"][:top_k]
+def filtered(hits: list[Hit], fails: Exception | None = None) -> DocsRetrieval:
+    """`hits` ranked, but a search without a `doc_id` condition misses the static files page
+    (the page a stub points to); a search within documents finds any of `hits`."""
+    unfound = "en/docs/tutorial/static-files.md"
+    return DocsRetrieval([h for h in hits if h.doc_id != unfound], hits, fails)
 
 
 async def test_a_page_the_search_did_not_find_is_asked_for_within_the_user_s_filters() -> None:
     page = hit("en/docs/tutorial/static-files.md", PAGE)
     stub = hit("en/docs/reference/staticfiles.md", STUB)
     other = hit("en/docs/how-to/assets.md", "Mount a `StaticFiles()` instance. " * 3)
-    retrieval = FilteredRetrieval([stub, other, page])
+    retrieval = filtered([stub, other, page])
     pipeline = AnswerPipeline(
         retrieval, GeneratorRouter.of(CountingGenerator()), load_settings(environ={})
     )
@@ -199,7 +178,7 @@ async def test_a_page_the_search_did_not_find_is_asked_for_within_the_user_s_fil
 
 
 async def test_no_second_search_without_a_pointer() -> None:
-    retrieval = FilteredRetrieval([hit("en/docs/a.md", PAGE), hit("en/docs/b.md", "More.")])
+    retrieval = filtered([hit("en/docs/a.md", PAGE), hit("en/docs/b.md", "More.")])
     pipeline = AnswerPipeline(
         retrieval, GeneratorRouter.of(CountingGenerator()), load_settings(environ={})
     )
@@ -214,7 +193,7 @@ async def test_a_late_or_failing_second_search_leaves_the_answer_as_it_was(
 ) -> None:
     stub = hit("en/docs/reference/staticfiles.md", STUB)
     other = hit("en/docs/how-to/assets.md", "Mount a `StaticFiles()` instance. " * 3)
-    retrieval = FilteredRetrieval([stub, other], fails=error)
+    retrieval = filtered([stub, other], fails=error)
     pipeline = AnswerPipeline(
         retrieval, GeneratorRouter.of(CountingGenerator()), load_settings(environ={})
     )

@@ -12,9 +12,8 @@ from service.identity import Principal
 from service.index.filters import AnyOf, FilterSpec, Match
 from service.index.protocol import Hit
 from service.pipeline.answer import AnswerPipeline, PreparedAnswer, Question
-from service.pipeline.budget import Budget
 from service.pipeline.procedure import PAGE_HITS, first_procedure, with_procedure
-from tests.cache_helpers import CountingGenerator, second_search_failures
+from tests.cache_helpers import CountingGenerator, DocsRetrieval, second_search_failures
 
 pytestmark = pytest.mark.unit
 
@@ -59,44 +58,16 @@ def test_the_procedure_comes_second_and_the_last_source_leaves() -> None:
     assert with_procedure([], proc, 3) == []
 
 
-class PageRetrieval:
-    """The first search's ranked hits; a search with a `doc_id` condition returns that page's
-    chunks. Records each search's filter and top_k."""
-
-    def __init__(self, ranked: list[Hit], page: list[Hit], fails: Exception | None = None) -> None:
-        self.ranked, self.page, self.fails = ranked, page, fails
-        self.asked: list[tuple[FilterSpec | None, int]] = []
-        self.principals: list[Principal] = []
-
-    async def retrieve(
-        self,
-        principal: Principal,
-        query: str,
-        *,
-        filters: FilterSpec | None,
-        top_k: int,
-        budget: Budget,
-    ) -> list[Hit]:
-        self.asked.append((filters, top_k))
-        self.principals.append(principal)
-        docs = [c for c in (filters.conditions if filters else ()) if isinstance(c, AnyOf)]
-        if not docs:
-            return self.ranked[:top_k]
-        if self.fails is not None:
-            raise self.fails
-        return [h for h in self.page if h.doc_id in docs[0].values][:top_k]
-
-
-def ranked_and_page(fails: Exception | None = None) -> PageRetrieval:
+def ranked_and_page(fails: Exception | None = None) -> DocsRetrieval:
     """The first search's top three (two asides of the page, another page) and the page's
     chunks, the steps among them; chunks apart, since trim merges neighbours into one passage."""
     details, intro, steps = hit(DETAILS, 6), hit(INTRO, 0), hit(STEPS, 3)
     other = hit("Background jobs run in a queue.", 0, "docs/other.md")
-    return PageRetrieval([details, intro, other], [details, intro, steps], fails)
+    return DocsRetrieval([details, intro, other], [details, intro, steps], fails)
 
 
 async def prepare(
-    retrieval: PageRetrieval, query: str, filters: FilterSpec | None = None
+    retrieval: DocsRetrieval, query: str, filters: FilterSpec | None = None
 ) -> PreparedAnswer:
     pipeline = AnswerPipeline(
         retrieval, GeneratorRouter.of(CountingGenerator()), load_settings(environ={})
