@@ -70,10 +70,21 @@ class LoneChoice:
     call after the other's pays for waking its threads and warming its caches, which would
     make the side probed least look slower than it is (one trace, block8 on a 2-core EPYC, two
     threads: 5.8 ms for the first claim after the narrow side's calls, 3.1-4.5 ms for the
-    next ones)."""
+    next ones).
+
+    Nor does a call made soon after the model sat idle (`COLD_IDLE_S`, then `WARMING_S`): after
+    a pause any session is slow for a while, whichever side it is, and such calls made the
+    choice flip to the narrow side in a benchmark whose rounds alternate with another server's
+    (2.3 s pauses; the first wide calls after one took 10-16 ms against 4-5 ms once warm, on a
+    2-core Xeon, 2026-12-05: "wide 12.77, narrow 7.85" ms per 100 characters)."""
 
     OVERHEAD_CHARS = 32
     NARROW_MARGIN = 0.8
+    COLD_IDLE_S = 0.25
+    """A model idle this long is cold: its next calls are not timed for the choice."""
+    WARMING_S = 0.15
+    """How long after a cold call its side's calls stay untimed (the first 5-10 calls after a
+    2.3 s pause, at one client, were slower than the rest)."""
 
     def __init__(
         self,
@@ -99,6 +110,8 @@ class LoneChoice:
         self._chose: bool | None = None
         self._every = probe_every  # lone queries from one probe to the next
         self._next_probe = probe_every
+        self._last_end: float | None = None  # when the last model call ended (monotonic s)
+        self._warm_at = 0.0  # calls that start before this are not timed
 
     def prefers_wide(self) -> bool:
         """Whether the wide session should run: unless the narrow one has lately been clearly
@@ -141,9 +154,21 @@ class LoneChoice:
             return not faster
         return faster
 
-    def record(self, wide: bool, ms: float, texts: list[str]) -> None:
-        """A lone call's time on the side it took."""
+    def ended(self, at: float) -> None:
+        """A model call (lone or not) ended at `at` (`time.perf_counter()`)."""
+        self._last_end = at
+
+    def record(
+        self, wide: bool, ms: float, texts: list[str], *, started: float | None = None
+    ) -> None:
+        """A lone call's time on the side it took; `started`: when it began (same clock as
+        `ended`), so a call soon after the model sat idle is not counted."""
         warm, self._last = self._last == wide, wide
+        if started is not None and self._last_end is not None:
+            if started - self._last_end >= self.COLD_IDLE_S:
+                self._warm_at = started + self.WARMING_S
+            if started < self._warm_at:
+                return
         if not warm:
             return
         self.samples[wide] += 1
@@ -331,9 +356,11 @@ class MicroBatcher:
         for embedder, items, went_wide in groups:
             started = time.perf_counter()
             await loop.run_in_executor(self._executor, _one_by_one, loop, embedder, items, settle)
+            ended = time.perf_counter()
             if went_wide is not None:
                 texts = [text for text, _, _ in items]
-                self.choice.record(went_wide, (time.perf_counter() - started) * 1000, texts)
+                self.choice.record(went_wide, (ended - started) * 1000, texts, started=started)
+            self.choice.ended(ended)
 
 
 def _one_by_one(

@@ -274,6 +274,48 @@ def test_a_sessions_first_call_after_the_other_does_not_count() -> None:
     assert choice.prefers_wide() and choice.wide()
 
 
+def test_calls_soon_after_the_model_sat_idle_do_not_count() -> None:
+    """After a pause every session is slow for a while, whichever side runs first: those
+    calls would make that side look slower than it is (a benchmark alternating with another
+    server flipped to the narrow side on them)."""
+    choice = LoneChoice(min_samples=1)
+    texts = ["a question of some length"]
+    t = 100.0
+
+    def call(wide: bool, ms: float, gap_s: float = 0.01) -> None:
+        nonlocal t
+        started = t + gap_s
+        t = started + ms / 1000
+        choice.record(wide, ms, texts, started=started)
+        choice.ended(t)
+
+    call(True, 3.0)  # first call of its side: not counted (as before)
+    call(True, 3.0)
+    assert choice.samples[True] == 1
+    call(True, 30.0, gap_s=choice.COLD_IDLE_S)  # after a pause: not counted
+    call(True, 20.0)  # still warming up: not counted
+    assert choice.samples[True] == 1 and choice.cost(True) < 3.0 / len(texts[0])
+    t += choice.WARMING_S
+    call(True, 3.0)  # warm again
+    assert choice.samples[True] == 2
+    call(True, 3.0, gap_s=choice.COLD_IDLE_S - 0.05)  # a shorter gap is no pause
+    assert choice.samples[True] == 3
+
+
+async def test_the_batcher_tells_its_choice_when_the_model_sat_idle() -> None:
+    """The batcher gives the choice each lone call's start and each call's end, so a lone
+    query after a pause is not timed."""
+    narrow, wide = Recording(), Recording()
+    batcher = MicroBatcher(narrow, max_wait_ms=0, alone=wide)
+    for text in ("one", "two", "three"):
+        await batcher.embed(text)
+    timed = dict(batcher.choice.samples)
+    batcher.choice.ended(time.perf_counter() - 2 * batcher.choice.COLD_IDLE_S)  # long ago
+    await batcher.embed("after a pause")
+    await batcher.close()
+    assert batcher.choice.samples == timed and batcher.lone_calls == 4
+
+
 async def test_a_lone_query_stays_narrow_while_other_requests_are_in_flight() -> None:
     """Alone in the model is not alone on the CPU: while other requests run (the admission
     gate's count), their searches and responses need the core a second thread would take."""
