@@ -182,8 +182,10 @@ class Runtime:
         if self.batcher.exact is not None:
             answer_keys = Keys.for_runtime(settings, embedder.name, "none")
 
-        def retrieval(exact: bool, keys: Keys) -> Retrieval:
-            retriever = Retriever(query_embedder, index, settings, reranker, exact=exact)
+        def retrieval(exact: bool, keys: Keys, units: bool = True) -> Retrieval:
+            retriever = Retriever(
+                query_embedder, index, settings, reranker, exact=exact, units=units
+            )
             if not c.enabled:
                 return retriever
             return CachingRetriever(
@@ -195,13 +197,13 @@ class Runtime:
                 stats=self.stats,
             )
 
-        self.retriever: Retrieval = retrieval(False, self.caching.keys)
-        """What `/v1/search` asks: queries on the query model."""
-        self.answer_retriever: Retrieval = (
-            retrieval(True, answer_keys) if self.batcher.exact is not None else self.retriever
-        )
-        """What answers ask: queries on the fp32 model (the same as `retriever` unless queries
-        run on a quantized copy)."""
+        # a search returns its hits and reads no unit scores, so its retrievals are kept apart
+        search_keys = Keys.for_runtime(settings, embedder.name, query_model, units=False)
+        self.retriever: Retrieval = retrieval(False, search_keys, units=False)
+        """What `/v1/search` asks: queries on the query model, hits without unit scores."""
+        self.answer_retriever: Retrieval = retrieval(self.batcher.exact is not None, answer_keys)
+        """What answers ask: queries on the fp32 model (the query model unless queries run on
+        a quantized copy), hits with their units scored."""
         self.router = router or GeneratorRouter.of(
             ExtractiveGenerator(settings.generator.max_sentences)
         )

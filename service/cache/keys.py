@@ -48,13 +48,15 @@ def digest(*parts: str) -> str:
 
 
 def retrieval_version(
-    settings: Settings, embedder_name: str, query_model: str | None = None
+    settings: Settings, embedder_name: str, query_model: str | None = None, units: bool = True
 ) -> str:
     """What retrieval returns depends on these settings and the embedder, and on this code.
     `query_model`: the model queries run on as loaded (`auto` resolves per machine); None
-    takes the setting."""
+    takes the setting. `units` False: hits without their units scored (`SearchQuery.units`),
+    which an answer must never be served."""
     blob = canonical_json(
-        [
+        ([] if units else ["no-units"])
+        + [
             PIPELINE_VERSION,
             settings.retrieval,
             settings.rerank,
@@ -86,9 +88,14 @@ class Keys:
 
     @classmethod
     def for_runtime(
-        cls, settings: Settings, embedder_name: str, query_model: str | None = None
+        cls,
+        settings: Settings,
+        embedder_name: str,
+        query_model: str | None = None,
+        *,
+        units: bool = True,
     ) -> Keys:
-        retrieval = retrieval_version(settings, embedder_name, query_model)
+        retrieval = retrieval_version(settings, embedder_name, query_model, units)
         return cls(
             prefix=settings.redis.prefix,
             retrieval_version=retrieval,

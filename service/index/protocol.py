@@ -94,6 +94,10 @@ class SearchQuery(msgspec.Struct, kw_only=True):
     prefetch: int = 50
     """Candidates each retriever contributes before fusion."""
     filter: Any = None  # a service.index.filters.FilterSpec, or None
+    units: bool = True
+    """Score each hit's units against `dense` (`Hit.sentence_scores`, from the sentence vectors
+    in its payload): answers read them; a search that only returns its hits (`/v1/search`)
+    neither reads those vectors nor scores them."""
     dense_weight: float = 1.0
     sparse_weight: float = 1.0
     fusion: FusionName = "convex"

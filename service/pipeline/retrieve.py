@@ -65,8 +65,10 @@ def build_search_query(
     *,
     filters: FilterSpec | None,
     limit: int,
+    units: bool = True,
 ) -> SearchQuery:
-    """The bounded, pre-filtered search for one query; the fusion weights follow its script."""
+    """The bounded, pre-filtered search for one query; the fusion weights follow its script.
+    `units`: the hits' units scored too (`SearchQuery.units`)."""
     r = settings.retrieval
     dense_weight = r.dense_weight if question_lang(query) == "en" else r.non_latin_dense_weight
     if dense is None:  # BM25 alone: its weight is all there is
@@ -85,6 +87,7 @@ def build_search_query(
         bm25_scale=r.bm25_scale,
         dense_weight=dense_weight,
         sparse_weight=1.0 - dense_weight,
+        units=units,
     )
 
 
@@ -118,14 +121,18 @@ class Retriever:
         reranker: RerankStage | None = None,
         *,
         exact: bool = False,
+        units: bool = True,
     ) -> None:
         """`exact`: queries on the fp32 model even where searches run on a quantized copy (the
-        answers' retriever: their answerability model was fitted on fp32 vectors)."""
+        answers' retriever: their answerability model was fitted on fp32 vectors). `units`:
+        hits come with their units scored (`Hit.sentence_scores`), which answers read and
+        `/v1/search` does not."""
         self.batcher = batcher
         self.index = index
         self.settings = settings
         self.reranker = reranker
         self.exact = exact
+        self.units = units
 
     async def retrieve(
         self,
@@ -160,7 +167,14 @@ class Retriever:
         if self.reranker is not None:
             shortlist = max(top_k, self.settings.retrieval.shortlist)
         request = build_search_query(
-            self.settings, principal, query, dense, sparse, filters=filters, limit=shortlist
+            self.settings,
+            principal,
+            query,
+            dense,
+            sparse,
+            filters=filters,
+            limit=shortlist,
+            units=self.units,
         )
         try:
             async with budget.stage(

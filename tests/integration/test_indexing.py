@@ -9,6 +9,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from indexing.loaders import Selection, load_path, prune_scope
@@ -101,6 +102,40 @@ async def test_search_hits_carry_a_score_per_unit_from_the_sentence_vectors(
     assert hits and all(h.sentence_scores for h in hits)
     assert all(len(h.sentence_scores) == len(units(h.text)) for h in hits)
     assert max(hits[0].sentence_scores) > 0.3
+
+
+async def test_a_search_that_only_returns_hits_reads_no_unit_scores(
+    runtime: Any, tmp_path: Path
+) -> None:
+    """`SearchQuery.units=False` (`/v1/search`) gives the same hits, scores and texts without
+    reading or scoring the sentence vectors; the runtime's search retriever asks so and keeps
+    its cached retrievals apart from the answers' retriever, which gets the scores."""
+    t = await tenant(runtime, "no-units")
+    await indexer(runtime).add(t, load_path(make_corpus(tmp_path)), public=True)
+    query = "masala dosa canteen"
+    vec = runtime.embedder.embed([query])[0].tolist()
+
+    def ask(units: bool) -> SearchQuery:
+        return SearchQuery(
+            tenant_id=t,
+            identities=EVERYONE,
+            dense=vec,
+            sparse=query_vector(query),
+            limit=20,
+            units=units,
+        )
+
+    scored = await runtime.index.search(ask(True))
+    bare = await runtime.index.search(ask(False))
+    assert scored and all(h.sentence_scores for h in scored)
+    assert not any(h.sentence_scores for h in bare)
+    strip = [msgspec.structs.replace(h, sentence_scores=[]) for h in scored]
+    assert bare == strip
+    search, answers = (
+        getattr(r, "inner", r) for r in (runtime.retriever, runtime.answer_retriever)
+    )
+    assert (search.units, answers.units) == (False, True)
+    assert search is not answers
 
 
 async def test_edit_replaces_and_shrinks_without_leftovers(runtime: Any, tmp_path: Path) -> None:

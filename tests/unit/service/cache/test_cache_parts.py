@@ -179,6 +179,22 @@ def test_queries_on_each_model_never_share_cached_retrievals() -> None:
         assert retrieval_version(auto, "m", kind) == versions[kind]
 
 
+def test_a_search_without_unit_scores_never_serves_an_answer_from_the_cache() -> None:
+    """`/v1/search` keeps hits without their units scored (`SearchQuery.units`): its cached
+    retrievals are keyed apart from the answers', on the same model, and the answers' keys are
+    what they were."""
+    from service.cache.keys import retrieval_version  # noqa: PLC0415
+    from service.config import load_settings  # noqa: PLC0415
+
+    s = load_settings(environ={})
+    answers = Keys.for_runtime(s, "m", "none")
+    search = Keys.for_runtime(s, "m", "none", units=False)
+    assert search.retrieval_version != answers.retrieval_version
+    assert answers.retrieval_version == retrieval_version(s, "m", "none")
+    args = ("acme", "fp1", 7, "a question", "null", 5)
+    assert search.retrieval(*args) != answers.retrieval(*args)
+
+
 class Degrading:
     """A retrieval that degrades its budget for `reason` (None: never) on every search."""
 
