@@ -4,7 +4,7 @@ claim in turn and keeps, per request, its own time and the server's `timings_ms`
 middleware and the client itself.
 
     flock /tmp/ragline-bench.lock .venv/bin/python -m evals.bench.search_stages \\
-        [--state-dir S] [--passes 2] [--set RAGLINE_X=V] [--out FILE]
+        [--state-dir S] [--passes 2] [--pause-ms 500 --limit 60] [--set RAGLINE_X=V] [--out FILE]
 
 The served Ragline and its index are the serving benchmark's (`python -m evals.bench.serving`,
 same `--state-dir`: caches and tenant limits off, external PostgreSQL, the shipped 1,000-abstract
@@ -43,6 +43,13 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--queries", type=Path, default=SUBSET / "questions.jsonl")
     p.add_argument("--passes", type=int, default=2, help="times each claim is asked")
     p.add_argument("--warmup", type=int, default=20, help="requests before timing")
+    p.add_argument(
+        "--pause-ms",
+        type=float,
+        default=0.0,
+        help="idle time before each request (0: back to back; e.g. 500: a quiet service)",
+    )
+    p.add_argument("--limit", type=int, default=0, help="first N claims only (0: all)")
     p.add_argument(
         "--database-url",
         default=os.environ.get(
@@ -93,6 +100,8 @@ async def run(args: argparse.Namespace) -> int:
     rl = Ragline(state, args.database_url, args.corpus, 0, extra)
     index = await rl.prepare()
     queries = load_queries(args.queries)
+    if args.limit:
+        queries = queries[: args.limit]
     from tokenizers import Tokenizer  # noqa: PLC0415
 
     from service.embed.protocol import packaged_model_dir  # noqa: PLC0415
@@ -112,6 +121,7 @@ async def run(args: argparse.Namespace) -> int:
         "ragline_settings": extra,
         "ragline_index": index,
         "request": '{"query": claim, "top_k": 5}, one client, keep-alive; caches off',
+        "pause_ms": args.pause_ms,
     }
     with rl.serving(port, state / "logs" / "search-stages.log") as proc:
         url = f"http://127.0.0.1:{port}"
@@ -122,6 +132,8 @@ async def run(args: argparse.Namespace) -> int:
                 await http.post("/v1/search", json={"query": q, "top_k": 5}, headers=headers)
             for _ in range(args.passes):
                 for q in queries:
+                    if args.pause_ms:
+                        await asyncio.sleep(args.pause_ms / 1000)
                     t0 = time.perf_counter()
                     resp = await http.post(
                         "/v1/search", json={"query": q, "top_k": 5}, headers=headers
