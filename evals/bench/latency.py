@@ -103,7 +103,7 @@ async def in_process(
     stage = None
     if reranker is not None:
         stage = RerankStage(reranker, max_candidates=settings.rerank.max_candidates)
-    retriever = Retriever(batcher, index, settings, stage)
+    retriever = Retriever(batcher, index, settings, stage, units=False)  # as /v1/search asks
     principal = reader()
     for q in queries[:10]:  # warm-up: sessions, caches, thread pools
         top_k = settings.retrieval.top_k

@@ -18,11 +18,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime as dt
 import json
 import os
-import platform
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,7 +29,7 @@ import httpx
 import numpy as np
 
 from evals.bench.answer_latency import free_port, wait_http
-from evals.bench.output import announce, default_out
+from evals.bench.output import announce, default_out, report_head
 from evals.bench.serving_report import dist
 from evals.bench.side_by_side import SUBSET, Ragline, load_queries
 
@@ -62,6 +59,13 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def correlation(a: Any, b: Any) -> float | None:
+    """Pearson's r of two samples, None where either is constant (no valid JSON for NaN)."""
+    if len(a) < 2 or float(np.std(a)) == 0.0 or float(np.std(b)) == 0.0:
+        return None
+    return round(float(np.corrcoef(a, b)[0, 1]), 3)
+
+
 def summarize(rows: list[dict[str, Any]], pieces: list[int]) -> dict[str, Any]:
     """p50/p95 of each part, the embedding's time by query length, the slowest 5 %."""
     client = np.array([r["ms"] for r in rows])
@@ -80,7 +84,7 @@ def summarize(rows: list[dict[str, Any]], pieces: list[int]) -> dict[str, Any]:
         **{k: dist(v.tolist()) for k, v in part.items()},
         "outside": dist((client - total).tolist()),
         "embed_ms_by_word_pieces": by_length,
-        "embed_vs_word_pieces_correlation": round(float(np.corrcoef(part["embed"], n)[0, 1]), 3),
+        "embed_vs_word_pieces_correlation": correlation(part["embed"], n),
         "slowest_5pct_mean_ms": {
             "client": round(float(client[slow].mean()), 2),
             "embed": round(float(part["embed"][slow].mean()), 2),
@@ -113,11 +117,7 @@ async def run(args: argparse.Namespace) -> int:
     rows: list[dict[str, Any]] = []
     pieces: list[int] = []
     report: dict[str, Any] = {
-        "benchmark": "python -m evals.bench.search_stages",
-        "argv": sys.argv[1:],
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "machine": f"{os.cpu_count()} cores, no GPU, {platform.machine()}",
-        "loadavg_before": [round(x, 2) for x in os.getloadavg()],
+        **report_head("python -m evals.bench.search_stages"),
         "ragline_settings": extra,
         "ragline_index": index,
         "request": '{"query": claim, "top_k": 5}, one client, keep-alive; caches off',

@@ -12,12 +12,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import datetime as dt
 import hashlib
 import json
 import logging
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -31,7 +29,7 @@ import httpx
 
 from evals.bench.answer_latency import free_port, process, wait_http
 from evals.bench.loop_stall import measure_stall
-from evals.bench.output import announce, default_out
+from evals.bench.output import announce, default_out, report_head
 from evals.bench.peers import peer_env, peer_python
 from evals.bench.serving_report import TARGETS, dist, verdict
 from service.embed.protocol import packaged_model_dir
@@ -465,11 +463,7 @@ async def run(args: argparse.Namespace) -> int:
     logs.mkdir(parents=True, exist_ok=True)
     queries = load_queries(args.queries)
     report: dict[str, Any] = {
-        "benchmark": "python -m evals.bench.serving",
-        "argv": sys.argv[1:],
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "machine": f"{os.cpu_count()} cores, no GPU, {platform.machine()}",
-        "loadavg_before": [round(x, 2) for x in os.getloadavg()],
+        **report_head("python -m evals.bench.serving"),
         "corpus": str(args.corpus),
         "docs": args.docs or "all",
         "queries": f"{args.queries} ({len(queries)})",

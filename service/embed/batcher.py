@@ -40,6 +40,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 
@@ -70,21 +71,10 @@ class LoneChoice:
     call after the other's pays for waking its threads and warming its caches, which would
     make the side probed least look slower than it is (one trace, block8 on a 2-core EPYC, two
     threads: 5.8 ms for the first claim after the narrow side's calls, 3.1-4.5 ms for the
-    next ones).
-
-    Nor does a call made soon after the model sat idle (`COLD_IDLE_S`, then `WARMING_S`): after
-    a pause any session is slow for a while, whichever side it is, and such calls made the
-    choice flip to the narrow side in a benchmark whose rounds alternate with another server's
-    (2.3 s pauses; the first wide calls after one took 10-16 ms against 4-5 ms once warm, on a
-    2-core Xeon, 2026-12-05: "wide 12.77, narrow 7.85" ms per 100 characters)."""
+    next ones)."""
 
     OVERHEAD_CHARS = 32
     NARROW_MARGIN = 0.8
-    COLD_IDLE_S = 0.25
-    """A model idle this long is cold: its next calls are not timed for the choice."""
-    WARMING_S = 0.15
-    """How long after a cold call its side's calls stay untimed (the first 5-10 calls after a
-    2.3 s pause, at one client, were slower than the rest)."""
 
     def __init__(
         self,
@@ -94,7 +84,10 @@ class LoneChoice:
         probe_calls: int = 3,
         window: int = 8,
         min_samples: int = 4,
+        kind: str = "",
     ) -> None:
+        """`kind`: which lone searches this choice is for, as its log line says them."""
+        self.kind = kind
         self.probe_every = probe_every
         self.max_probe_every = max(max_probe_every, probe_every)
         self.probe_calls = probe_calls
@@ -110,8 +103,6 @@ class LoneChoice:
         self._chose: bool | None = None
         self._every = probe_every  # lone queries from one probe to the next
         self._next_probe = probe_every
-        self._last_end: float | None = None  # when the last model call ended (monotonic s)
-        self._warm_at = 0.0  # calls that start before this are not timed
 
     def prefers_wide(self) -> bool:
         """Whether the wide session should run: unless the narrow one has lately been clearly
@@ -137,11 +128,12 @@ class LoneChoice:
             self._chose = faster
             self._probe_soon()
             log.info(
-                "lone searches: %s session (ms per 100 characters: wide %.2f, narrow %.2f)",
+                "lone searches%s: %s session (ms per 100 characters: wide %.2f, narrow %.2f)",
+                f" {self.kind}" if self.kind else "",
                 "wide" if faster else "narrow",
                 self.cost(True) * 100,
                 self.cost(False) * 100,
-                extra={"event": "lone_query_session", "wide": faster},
+                extra={"event": "lone_query_session", "wide": faster, "kind": self.kind},
             )
         if self.picks >= self._next_probe:
             # the other side is timed afresh: its old times are from another moment
@@ -154,21 +146,9 @@ class LoneChoice:
             return not faster
         return faster
 
-    def ended(self, at: float) -> None:
-        """A model call (lone or not) ended at `at` (`time.perf_counter()`)."""
-        self._last_end = at
-
-    def record(
-        self, wide: bool, ms: float, texts: list[str], *, started: float | None = None
-    ) -> None:
-        """A lone call's time on the side it took; `started`: when it began (same clock as
-        `ended`), so a call soon after the model sat idle is not counted."""
+    def record(self, wide: bool, ms: float, texts: list[str]) -> None:
+        """A lone call's time on the side it took."""
         warm, self._last = self._last == wide, wide
-        if started is not None and self._last_end is not None:
-            if started - self._last_end >= self.COLD_IDLE_S:
-                self._warm_at = started + self.WARMING_S
-            if started < self._warm_at:
-                return
         if not warm:
             return
         self.samples[wide] += 1
@@ -190,9 +170,64 @@ class LoneChoice:
         self._next_probe = self.picks + self._every
 
 
-Group = tuple[Embedder, list[Item], bool | None]
-"""One model call's part: its embedder, its queries and, for a lone search the batcher's
-`LoneChoice` placed, whether it went wide (None: no choice was made)."""
+class PacedChoice:
+    """`LoneChoice` kept apart for queries that come while the model is warm and for those
+    that come after it sat idle (`COLD_IDLE_S`, and the `WARMING_S` after such a call): after a
+    pause every run is slower for a while, by how much depends on the session, so the times of
+    one kind never decide for the other. On a 2-core Xeon (2026-12-05) the first wide calls after
+    the serving benchmark's 2.3 s pauses took 10-16 ms against 4-5 ms once warm, and, counted
+    with the warm ones, flipped the choice to the one-thread session mid-run ("wide 12.77,
+    narrow 7.85" ms per 100 characters); after 0.5 s idle the wide session was the faster one
+    (22 against 30 ms), at 50 ms between calls the narrow one (12 against 14 ms). A call of any
+    model ends the idling (`ended`)."""
+
+    COLD_IDLE_S = 0.25
+    """The model idle this long: the next lone query is a cold one."""
+    WARMING_S = 0.15
+    """Lone queries this soon after a cold one are cold too (the first 5-10 calls after a
+    2.3 s pause, at one client, were slower than the rest)."""
+
+    def __init__(self, **kw: Any) -> None:
+        self.warm = LoneChoice(**kw)
+        self.cold = LoneChoice(**kw, kind="after a pause")
+        self._last_end: float | None = None  # when the last model call ended (perf_counter s)
+        self._cold_until = 0.0
+
+    def is_cold(self, now: float) -> bool:
+        """Whether a lone query starting `now` is a cold one (and, if it ends an idling,
+        the `WARMING_S` after it too)."""
+        if self._last_end is not None and now - self._last_end >= self.COLD_IDLE_S:
+            self._cold_until = now + self.WARMING_S
+            return True
+        return now < self._cold_until
+
+    def of(self, cold: bool) -> LoneChoice:
+        return self.cold if cold else self.warm
+
+    def ended(self, at: float) -> None:
+        """A model call (lone or not, any model) ended at `at` (`time.perf_counter()`)."""
+        self._last_end = at
+
+    def forget(self) -> None:
+        self.warm.forget()
+        self.cold.forget()
+
+    # the warm choice is the one a busy service makes: what tests and logs read
+    def prefers_wide(self) -> bool:
+        return self.warm.prefers_wide()
+
+    def cost(self, wide: bool) -> float:
+        return self.warm.cost(wide)
+
+    @property
+    def samples(self) -> dict[bool, int]:
+        return self.warm.samples
+
+
+Group = tuple[Embedder, list[Item], bool | None, bool]
+"""One model call's part: its embedder, its queries, for a lone search the batcher's
+`PacedChoice` placed whether it went wide (None: no choice was made), and whether that lone
+search came cold (`PacedChoice.is_cold`)."""
 
 
 class MicroBatcher:
@@ -214,7 +249,7 @@ class MicroBatcher:
         self.exact_alone = exact_alone if exact is not None else None
         self.lone_calls = 0
         """Lone queries sent to a wide session."""
-        self.choice = LoneChoice()
+        self.choice = PacedChoice()
         """Where a lone search's query runs (`LoneChoice`). An answer's (`exact`) always takes
         the fp32 model's wide session, which does not spin: over HTTP, choosing for it too
         gave no gain and a longer tail (answer p95 33-40 vs 35-36 ms, four runs each)."""
@@ -284,6 +319,8 @@ class MicroBatcher:
                 continue
             # nothing else runs in the model, nor any other request here: may go wide
             lone = len(live) == 1 and not self.in_model() and not (self.busy and self.busy())
+            # any call after the model sat idle starts a cold spell, lone or not
+            cold = self.choice.is_cold(time.perf_counter())
             groups: list[Group] = []
             for exact in (False, True):
                 part = [item for item in live if item[2] is exact]
@@ -294,15 +331,15 @@ class MicroBatcher:
                 )
                 assert narrow is not None  # `embed` marks nothing exact without `self.exact`
                 if not lone or wide is None:
-                    groups.append((narrow, part, None))
+                    groups.append((narrow, part, None, cold))
                     continue
                 if exact:
                     self.lone_calls += 1
-                    groups.append((wide, part, None))
+                    groups.append((wide, part, None, cold))
                     continue
-                goes_wide = self.choice.wide()
+                goes_wide = self.choice.of(cold).wide()
                 self.lone_calls += goes_wide
-                groups.append((wide if goes_wide else narrow, part, goes_wide))
+                groups.append((wide if goes_wide else narrow, part, goes_wide, cold))
             left = [len(live)]
             call = loop.create_task(self._call(loop, groups, left), name="embed-call")
             self._calls[call] = left
@@ -344,7 +381,7 @@ class MicroBatcher:
         """The groups (an embedder and its texts) in turn on one worker, each text alone
         (`_one_by_one`), each caller answered as soon as its own vector (or error) is there,
         `left` counted down as each text is done with; a lone query's time goes to the choice
-        that placed it (`LoneChoice`)."""
+        that placed it (`PacedChoice`: the warm or the cold one)."""
         self.batches += 1
 
         def settle(
@@ -353,13 +390,13 @@ class MicroBatcher:
             left[0] -= 1
             _settle(f, vec, error)
 
-        for embedder, items, went_wide in groups:
+        for embedder, items, went_wide, cold in groups:
             started = time.perf_counter()
             await loop.run_in_executor(self._executor, _one_by_one, loop, embedder, items, settle)
             ended = time.perf_counter()
             if went_wide is not None:
                 texts = [text for text, _, _ in items]
-                self.choice.record(went_wide, (ended - started) * 1000, texts, started=started)
+                self.choice.of(cold).record(went_wide, (ended - started) * 1000, texts)
             self.choice.ended(ended)
 
 

@@ -94,7 +94,7 @@ async def test_every_format_is_indexed_and_searchable(runtime: Any, tmp_path: Pa
 async def test_search_hits_carry_a_score_per_unit_from_the_sentence_vectors(
     runtime: Any, tmp_path: Path
 ) -> None:
-    """The sentence vectors stored at indexing reach the served search: one cosine per unit of
+    """The sentence vectors stored at indexing reach the index's search: one cosine per unit of
     each hit's text (what answerability and sentence selection read)."""
     t = await tenant(runtime, "sentences")
     await indexer(runtime).add(t, load_path(make_corpus(tmp_path)), public=True)
@@ -136,6 +136,9 @@ async def test_a_search_that_only_returns_hits_reads_no_unit_scores(
     )
     assert (search.units, answers.units) == (False, True)
     assert search is not answers
+    cached = [getattr(r, "keys", None) for r in (runtime.retriever, runtime.answer_retriever)]
+    assert all(cached)  # caching is on here: their cached retrievals must never meet
+    assert cached[0].retrieval_version != cached[1].retrieval_version
 
 
 async def test_edit_replaces_and_shrinks_without_leftovers(runtime: Any, tmp_path: Path) -> None:

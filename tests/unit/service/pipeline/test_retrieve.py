@@ -200,3 +200,17 @@ async def test_a_late_embedding_is_not_asked_for_again_within_the_question() -> 
     assert budget.degraded == ["embed_timeout_bm25_only"] and budget.degradations == 2
     await retriever.retrieve(PRINCIPAL, "slow question", filters=None, top_k=3, budget=Budget(800))
     assert embedder.texts == ["slow question", "slow question"]
+
+
+async def test_a_retriever_asks_for_unit_scores_only_when_it_is_told_to() -> None:
+    """`/v1/search`'s retriever (`units=False`) asks the index for hits without their units
+    scored; every other retriever, the answers' included, asks for them (the default)."""
+    index = FakeIndex()
+    batcher = MicroBatcher(HashEmbedder(dim=16), max_batch=4, max_wait_ms=1)
+    for units in (False, True):
+        retriever = Retriever(batcher, index, Settings(), units=units)  # type: ignore[arg-type]
+        await retriever.retrieve(PRINCIPAL, "hello", filters=None, top_k=3, budget=Budget(800))
+    default = Retriever(batcher, index, Settings())  # type: ignore[arg-type]
+    await default.retrieve(PRINCIPAL, "hello", filters=None, top_k=3, budget=Budget(800))
+    await batcher.close()
+    assert [q.units for q in index.queries] == [False, True, True]
