@@ -40,7 +40,6 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 import numpy as np
 
@@ -84,10 +83,7 @@ class LoneChoice:
         probe_calls: int = 3,
         window: int = 8,
         min_samples: int = 4,
-        kind: str = "",
     ) -> None:
-        """`kind`: which lone searches this choice is for, as its log line says them."""
-        self.kind = kind
         self.probe_every = probe_every
         self.max_probe_every = max(max_probe_every, probe_every)
         self.probe_calls = probe_calls
@@ -128,12 +124,11 @@ class LoneChoice:
             self._chose = faster
             self._probe_soon()
             log.info(
-                "lone searches%s: %s session (ms per 100 characters: wide %.2f, narrow %.2f)",
-                f" {self.kind}" if self.kind else "",
+                "lone searches: %s session (ms per 100 characters: wide %.2f, narrow %.2f)",
                 "wide" if faster else "narrow",
                 self.cost(True) * 100,
                 self.cost(False) * 100,
-                extra={"event": "lone_query_session", "wide": faster, "kind": self.kind},
+                extra={"event": "lone_query_session", "wide": faster},
             )
         if self.picks >= self._next_probe:
             # the other side is timed afresh: its old times are from another moment
@@ -170,64 +165,9 @@ class LoneChoice:
         self._next_probe = self.picks + self._every
 
 
-class PacedChoice:
-    """`LoneChoice` kept apart for queries that come while the model is warm and for those
-    that come after it sat idle (`COLD_IDLE_S`, and the `WARMING_S` after such a call): after a
-    pause every run is slower for a while, by how much depends on the session, so the times of
-    one kind never decide for the other. On a 2-core Xeon (2026-12-05) the first wide calls after
-    the serving benchmark's 2.3 s pauses took 10-16 ms against 4-5 ms once warm, and, counted
-    with the warm ones, flipped the choice to the one-thread session mid-run ("wide 12.77,
-    narrow 7.85" ms per 100 characters); after 0.5 s idle the wide session was the faster one
-    (22 against 30 ms), at 50 ms between calls the narrow one (12 against 14 ms). A call of any
-    model ends the idling (`ended`)."""
-
-    COLD_IDLE_S = 0.25
-    """The model idle this long: the next lone query is a cold one."""
-    WARMING_S = 0.15
-    """Lone queries this soon after a cold one are cold too (the first 5-10 calls after a
-    2.3 s pause, at one client, were slower than the rest)."""
-
-    def __init__(self, **kw: Any) -> None:
-        self.warm = LoneChoice(**kw)
-        self.cold = LoneChoice(**kw, kind="after a pause")
-        self._last_end: float | None = None  # when the last model call ended (perf_counter s)
-        self._cold_until = 0.0
-
-    def is_cold(self, now: float) -> bool:
-        """Whether a lone query starting `now` is a cold one (and, if it ends an idling,
-        the `WARMING_S` after it too)."""
-        if self._last_end is not None and now - self._last_end >= self.COLD_IDLE_S:
-            self._cold_until = now + self.WARMING_S
-            return True
-        return now < self._cold_until
-
-    def of(self, cold: bool) -> LoneChoice:
-        return self.cold if cold else self.warm
-
-    def ended(self, at: float) -> None:
-        """A model call (lone or not, any model) ended at `at` (`time.perf_counter()`)."""
-        self._last_end = at
-
-    def forget(self) -> None:
-        self.warm.forget()
-        self.cold.forget()
-
-    # the warm choice is the one a busy service makes: what tests and logs read
-    def prefers_wide(self) -> bool:
-        return self.warm.prefers_wide()
-
-    def cost(self, wide: bool) -> float:
-        return self.warm.cost(wide)
-
-    @property
-    def samples(self) -> dict[bool, int]:
-        return self.warm.samples
-
-
-Group = tuple[Embedder, list[Item], bool | None, bool]
-"""One model call's part: its embedder, its queries, for a lone search the batcher's
-`PacedChoice` placed whether it went wide (None: no choice was made), and whether that lone
-search came cold (`PacedChoice.is_cold`)."""
+Group = tuple[Embedder, list[Item], bool | None]
+"""One model call's part: its embedder, its queries and, for a lone search the batcher's
+`LoneChoice` placed, whether it went wide (None: no choice was made)."""
 
 
 class MicroBatcher:
@@ -249,7 +189,7 @@ class MicroBatcher:
         self.exact_alone = exact_alone if exact is not None else None
         self.lone_calls = 0
         """Lone queries sent to a wide session."""
-        self.choice = PacedChoice()
+        self.choice = LoneChoice()
         """Where a lone search's query runs (`LoneChoice`). An answer's (`exact`) always takes
         the fp32 model's wide session, which does not spin: over HTTP, choosing for it too
         gave no gain and a longer tail (answer p95 33-40 vs 35-36 ms, four runs each)."""
@@ -319,8 +259,6 @@ class MicroBatcher:
                 continue
             # nothing else runs in the model, nor any other request here: may go wide
             lone = len(live) == 1 and not self.in_model() and not (self.busy and self.busy())
-            # any call after the model sat idle starts a cold spell, lone or not
-            cold = self.choice.is_cold(time.perf_counter())
             groups: list[Group] = []
             for exact in (False, True):
                 part = [item for item in live if item[2] is exact]
@@ -331,15 +269,15 @@ class MicroBatcher:
                 )
                 assert narrow is not None  # `embed` marks nothing exact without `self.exact`
                 if not lone or wide is None:
-                    groups.append((narrow, part, None, cold))
+                    groups.append((narrow, part, None))
                     continue
                 if exact:
                     self.lone_calls += 1
-                    groups.append((wide, part, None, cold))
+                    groups.append((wide, part, None))
                     continue
-                goes_wide = self.choice.of(cold).wide()
+                goes_wide = self.choice.wide()
                 self.lone_calls += goes_wide
-                groups.append((wide if goes_wide else narrow, part, goes_wide, cold))
+                groups.append((wide if goes_wide else narrow, part, goes_wide))
             left = [len(live)]
             call = loop.create_task(self._call(loop, groups, left), name="embed-call")
             self._calls[call] = left
@@ -381,7 +319,7 @@ class MicroBatcher:
         """The groups (an embedder and its texts) in turn on one worker, each text alone
         (`_one_by_one`), each caller answered as soon as its own vector (or error) is there,
         `left` counted down as each text is done with; a lone query's time goes to the choice
-        that placed it (`PacedChoice`: the warm or the cold one)."""
+        that placed it (`LoneChoice`)."""
         self.batches += 1
 
         def settle(
@@ -390,14 +328,12 @@ class MicroBatcher:
             left[0] -= 1
             _settle(f, vec, error)
 
-        for embedder, items, went_wide, cold in groups:
+        for embedder, items, went_wide in groups:
             started = time.perf_counter()
             await loop.run_in_executor(self._executor, _one_by_one, loop, embedder, items, settle)
-            ended = time.perf_counter()
             if went_wide is not None:
                 texts = [text for text, _, _ in items]
-                self.choice.of(cold).record(went_wide, (ended - started) * 1000, texts)
-            self.choice.ended(ended)
+                self.choice.record(went_wide, (time.perf_counter() - started) * 1000, texts)
 
 
 def _one_by_one(

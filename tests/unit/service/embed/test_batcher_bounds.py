@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from service.embed.batcher import LoneChoice, MicroBatcher, PacedChoice
+from service.embed.batcher import LoneChoice, MicroBatcher
 from service.embed.fake import HashEmbedder
 from service.embed.protocol import Vectors
 from service.errors import Overloaded
@@ -272,62 +272,6 @@ def test_a_sessions_first_call_after_the_other_does_not_count() -> None:
     choice.forget()  # after the warm-up: both sides timed again, wide first
     assert choice.samples == {True: 0, False: 0} and choice.cost(True) == float("inf")
     assert choice.prefers_wide() and choice.wide()
-
-
-def test_lone_queries_after_a_pause_are_chosen_and_timed_apart() -> None:
-    """After a pause every run is slower for a while: those times go to a choice of their own,
-    so they never flip the choice for a warm model (a benchmark alternating with another server
-    did), and a quiet service, whose every query comes cold, still learns its faster side."""
-    choice = PacedChoice(min_samples=1)
-    texts = ["a question of some length"]
-    t = 100.0
-
-    def call(wide: bool | None, ms: float, gap_s: float = 0.01) -> bool:
-        """A call `gap_s` after the last ended, lone (timed) unless `wide` is None."""
-        nonlocal t
-        started = t + gap_s
-        cold = choice.is_cold(started)
-        t = started + ms / 1000
-        if wide is not None:
-            choice.of(cold).record(wide, ms, texts)
-        choice.ended(t)
-        return cold
-
-    assert not call(True, 3.0) and not call(True, 3.0)  # the first call ever is warm
-    assert choice.warm.samples[True] == 1
-    assert call(True, 30.0, gap_s=choice.COLD_IDLE_S)  # after a pause
-    assert call(True, 20.0)  # still warming up
-    assert choice.warm.samples[True] == 1 and choice.warm.cost(True) < 0.1
-    t += choice.WARMING_S
-    assert not call(True, 3.0)  # warm again
-    assert choice.warm.samples[True] == 2
-    assert not call(True, 3.0, gap_s=choice.COLD_IDLE_S - 0.05)  # a shorter gap is no pause
-    # a quiet service: every query cold, the narrow side slower then; learnt all the same
-    for _ in range(6):
-        side = choice.cold.wide()
-        assert call(side, 22.0 if side else 30.0, gap_s=0.5)
-    assert choice.cold.samples[True] >= 1 and choice.cold.samples[False] >= 1
-    assert choice.cold.prefers_wide()
-    # any model's call ends an idling, a batch or an answer's as much as a lone search
-    assert call(None, 5.0, gap_s=1.0)
-    assert call(True, 4.0)  # within its warming spell: cold, though the gap was short
-
-
-async def test_the_batcher_places_and_times_lone_queries_by_how_long_the_model_idled() -> None:
-    """Each call the batcher makes ends an idling (`ended`), and a lone query after one takes
-    and feeds the cold choice; without the batcher's `ended`, nothing would ever be cold."""
-    narrow, wide = Recording(), Recording()
-    batcher = MicroBatcher(narrow, max_wait_ms=0, alone=wide)
-    for text in ("one", "two", "three"):
-        await batcher.embed(text)
-    warm, cold = batcher.choice.warm, batcher.choice.cold
-    assert (warm.picks, cold.picks) == (3, 0)
-    batcher.choice.COLD_IDLE_S = 0.0  # every call now follows a pause
-    batcher.choice.WARMING_S = 0.0
-    for text in ("four", "five"):
-        await batcher.embed(text)
-    await batcher.close()
-    assert (warm.picks, cold.picks) == (3, 2) and batcher.lone_calls == 5
 
 
 async def test_a_lone_query_stays_narrow_while_other_requests_are_in_flight() -> None:
