@@ -80,7 +80,13 @@ class Database:
             self.reason = reason
             log.warning("PostgreSQL unavailable (%s): requests get 503 until it is back", reason)
 
-    def mark_up(self) -> None:
+    def mark_up(self, since: float | None = None) -> None:
+        """Up again, unless the work that succeeded began (`since`, `time.monotonic()`) before
+        the outage was seen: a request holding a connection from before it may still finish,
+        and marking up on it made the state flap and log the same outage twice (seen under load
+        in `tests/integration/test_postgres_outage.py`)."""
+        if since is not None and since < self.changed_at:
+            return
         if not self.up:
             down_s = time.monotonic() - self.changed_at
             self.up = True
@@ -94,6 +100,7 @@ class Database:
         (`timeout_s` caps it further). Outages raise `UpstreamError` (503 + Retry-After)."""
         if not self.up:
             raise self.unavailable()
+        started = time.monotonic()
         deadline = self.timeout_s if timeout_s is None else min(self.timeout_s, timeout_s)
         try:
             async with self._connection(deadline) as conn:
@@ -102,7 +109,7 @@ class Database:
             self.mark_down(exc)
             self.watch()
             raise self.unavailable() from None
-        self.mark_up()
+        self.mark_up(since=started)
 
     @asynccontextmanager
     async def _connection(self, deadline: float) -> AsyncIterator[asyncpg.Connection]:
@@ -122,13 +129,14 @@ class Database:
 
     async def probe(self) -> bool:
         """One `SELECT 1` under the deadline; updates the state."""
+        started = time.monotonic()
         try:
             async with self._connection(self.timeout_s) as conn:
                 await conn.fetchval("SELECT 1")
         except OUTAGE_ERRORS as exc:
             self.mark_down(exc)
             return False
-        self.mark_up()
+        self.mark_up(since=started)
         return True
 
     def watch(self) -> None:
