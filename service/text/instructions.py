@@ -92,6 +92,9 @@ _HI_FOR = ("लिए", "लिये")
 """"for", "so" ("के लिए", "इसलिए", "किसलिए"): words ending so are no imperative, though they end
 like "कीजिए"."""
 _HI_YOU_CAN = regex.compile(r"(?<![\p{L}\p{M}])आप(?![\p{L}\p{M}]).*\sसकते\s+हैं\W*$")
+_HI_POINTS_ELSEWHERE = regex.compile(r"(?<![\p{L}\p{M}])(?:पढ़|देख|जान|सीख)\s+सकते\s+हैं\W*$")
+""""आप … में पढ़ / देख / जान / सीख सकते हैं" (you can read, see, find out, learn more in …)
+points elsewhere, as English "You can read more in …" does: no step."""
 _HI_YOU_MUST = regex.compile(
     r"(?<![\p{L}\p{M}])आपको(?![\p{L}\p{M}])[^।,;:]*[\p{L}\p{M}]+ना\s+"
     r"(?:होगा|होता\s+है|है|चाहिए|पड़ेगा|पड़ता\s+है)"
@@ -131,7 +134,9 @@ def _hindi_step(text: str) -> bool:
         clause = _HI_CLAUSE_START.split(text[: m.start()])[-1]
         if _HI_SUBORDINATE.search(clause) is None:
             return True
-    return _HI_YOU_CAN.search(text) is not None or _HI_YOU_MUST.search(text) is not None
+    if _HI_YOU_CAN.search(text) is not None:
+        return _HI_POINTS_ELSEWHERE.search(text) is None
+    return _HI_YOU_MUST.search(text) is not None
 
 
 @memo_text

@@ -97,6 +97,11 @@ def test_action_terms_are_the_hindi_verbs_that_name_the_action() -> None:
 
 def test_a_pointer_to_more_reading_is_not_a_step() -> None:
     assert not is_step("You can read more at [Pydantic: Configuration](https://pydantic.dev/).")
+    # Hindi's "you can read / see / learn … in …" points elsewhere too; "you can set …" is a step
+    assert not is_step("आप databases के बारे में [SQLModel docs](https://x.dev/) में पढ़ सकते हैं।")
+    assert not is_step("आप Starlette के official docs में अधिक details देख सकते हैं।")
+    assert not is_step("आप इसके बारे में और जान सकते हैं।")
+    assert is_step("आप dependencies में भी headers सेट कर सकते हैं।")
     assert not is_step("You can see more details in [Starlette's docs](https://starlette.dev/).")
 
 
