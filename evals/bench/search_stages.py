@@ -31,7 +31,13 @@ import numpy as np
 from evals.bench.answer_latency import free_port, wait_http
 from evals.bench.output import announce, default_out, report_head
 from evals.bench.serving_report import dist
-from evals.bench.side_by_side import SUBSET, Ragline, load_queries
+from evals.bench.side_by_side import (
+    SUBSET,
+    Ragline,
+    add_ragline_args,
+    load_queries,
+    ragline_settings,
+)
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -47,14 +53,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         help="idle time before each request (0: back to back; e.g. 500: a quiet service)",
     )
     p.add_argument("--limit", type=int, default=0, help="first N claims only (0: all)")
-    p.add_argument(
-        "--database-url",
-        default=os.environ.get(
-            "RAGLINE_BENCH_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
-        ),
-    )
-    p.add_argument("--state-dir", type=Path, default=default_out("serving-state"))
-    p.add_argument("--set", action="append", default=[], metavar="RAGLINE_X=V")
+    add_ragline_args(p)
     p.add_argument("--out", type=Path, default=default_out("search-stages.json"))
     return p.parse_args(argv)
 
@@ -71,6 +70,7 @@ def summarize(rows: list[dict[str, Any]], pieces: list[int]) -> dict[str, Any]:
     client = np.array([r["ms"] for r in rows])
     part = {k: np.array([r["timings_ms"].get(k, 0.0) for r in rows]) for k in ("embed", "search")}
     total = np.array([r["timings_ms"]["total"] for r in rows])
+    outside = client - total
     n = np.array(pieces, dtype=float)
     slow = client >= np.percentile(client, 95)
     by_length = {}
@@ -82,23 +82,21 @@ def summarize(rows: list[dict[str, Any]], pieces: list[int]) -> dict[str, Any]:
         "client": dist(client.tolist()),
         "server_total": dist(total.tolist()),
         **{k: dist(v.tolist()) for k, v in part.items()},
-        "outside": dist((client - total).tolist()),
+        "outside": dist(outside.tolist()),
         "embed_ms_by_word_pieces": by_length,
         "embed_vs_word_pieces_correlation": correlation(part["embed"], n),
         "slowest_5pct_mean_ms": {
             "client": round(float(client[slow].mean()), 2),
             "embed": round(float(part["embed"][slow].mean()), 2),
             "search": round(float(part["search"][slow].mean()), 2),
-            "outside": round(float((client - total)[slow].mean()), 2),
+            "outside": round(float(outside[slow].mean()), 2),
             "word_pieces": round(float(n[slow].mean()), 1),
         },
     }
 
 
 async def run(args: argparse.Namespace) -> int:
-    extra = dict(kv.split("=", 1) for kv in args.set)
-    if bad := [k for k in extra if not k.startswith("RAGLINE_")]:
-        raise SystemExit(f"--set takes RAGLINE_ settings only: {bad}")
+    extra = ragline_settings(args.set)
     state: Path = args.state_dir.resolve()
     (state / "logs").mkdir(parents=True, exist_ok=True)
     rl = Ragline(state, args.database_url, args.corpus, 0, extra)

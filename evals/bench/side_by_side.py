@@ -430,6 +430,15 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--answers", type=int, default=300, help="extractive answers (0: skip)")
     p.add_argument("--starts", type=int, default=3, help="cold starts (0: skip)")
     p.add_argument("--stall-searches", type=int, default=300, help="in-process (0: skip)")
+    add_ragline_args(p)
+    p.add_argument("--out", type=Path, default=default_out("serving.json"))
+    return p.parse_args(argv)
+
+
+def add_ragline_args(p: argparse.ArgumentParser) -> None:
+    """The served Ragline's options, shared by the benchmarks that start one (`Ragline`): its
+    PostgreSQL, its state dir (the index, kept between runs) and `--set` settings
+    (`ragline_settings`)."""
     p.add_argument(
         "--database-url",
         default=os.environ.get(
@@ -445,8 +454,14 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         metavar="RAGLINE_X=V",
         help="a setting for the served Ragline (repeatable); recorded in the results",
     )
-    p.add_argument("--out", type=Path, default=default_out("serving.json"))
-    return p.parse_args(argv)
+
+
+def ragline_settings(pairs: Sequence[str]) -> dict[str, str]:
+    """`--set RAGLINE_X=V` pairs as a dict; anything but a `RAGLINE_` setting is refused."""
+    extra = dict(kv.split("=", 1) for kv in pairs)
+    if bad := [k for k in extra if not k.startswith("RAGLINE_")]:
+        raise SystemExit(f"--set takes RAGLINE_ settings only: {bad}")
+    return extra
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -470,9 +485,7 @@ async def run(args: argparse.Namespace) -> int:
         "settings": "Ragline: caches and tenant limits off, external PostgreSQL; top_k 5",
         "targets": TARGETS,
     }
-    extra = dict(kv.split("=", 1) for kv in args.set)
-    if bad := [k for k in extra if not k.startswith("RAGLINE_")]:
-        raise SystemExit(f"--set takes RAGLINE_ settings only: {bad}")
+    extra = ragline_settings(args.set)
     report["ragline_settings"] = extra
     rl = Ragline(state, args.database_url, args.corpus, args.docs, extra)
     report["ragline_index"] = await rl.prepare()

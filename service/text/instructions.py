@@ -134,9 +134,8 @@ def _hindi_step(text: str) -> bool:
         clause = _HI_CLAUSE_START.split(text[: m.start()])[-1]
         if _HI_SUBORDINATE.search(clause) is None:
             return True
-    if _HI_YOU_CAN.search(text) is not None:
-        return _HI_POINTS_ELSEWHERE.search(text) is None
-    return _HI_YOU_MUST.search(text) is not None
+    you_can = _HI_YOU_CAN.search(text) is not None and _HI_POINTS_ELSEWHERE.search(text) is None
+    return you_can or _HI_YOU_MUST.search(text) is not None
 
 
 @memo_text
