@@ -120,6 +120,8 @@ async def searches(h: Hostile, n: int) -> list[int]:
                 "/v1/search", json={"query": "when does the ferry leave"}, headers=auth(h.keys["a"])
             )
             codes.append(resp.status_code)
+            if resp.status_code != 200:
+                print("search answered", resp.status_code, resp.text)  # shown when it fails
             await asyncio.sleep(0.05)
         return codes
 
