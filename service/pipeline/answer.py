@@ -42,6 +42,7 @@ from service.pipeline.pointers import (
     follow_pointers,
     follow_subject_links,
     page_guesses,
+    unfound_pointers_down,
 )
 from service.pipeline.procedure import PAGE_HITS, first_procedure, with_procedure
 from service.pipeline.retrieve import Retrieval, one_question
@@ -187,7 +188,9 @@ class AnswerPipeline:
         """The answer's `q.top_k` sources from the ranked `hits` (`answer_sources`), each
         passage that only points to another page replaced by that page
         (`service.pipeline.pointers`); a page the search did not find is asked for once more,
-        for the question, within the documents its links may name. A question that asks how
+        for the question, within the documents its links may name, and a pointer whose page is
+        still not among them gives its place to the next source that is no pointer and is on
+        the question's subject (`unfound_pointers_down`). A question that asks how
         gets its top page's first procedure as its second source (`service.pipeline.procedure`),
         from one more search within that page."""
         top = answer_sources(q.query, self._followed(hits, q.query), q.top_k)
@@ -199,6 +202,7 @@ class AnswerPipeline:
                 seen = {h.id for h in hits}
                 hits = [*hits, *(h for h in more if h.id not in seen)]
                 top = answer_sources(q.query, self._followed(hits, q.query), q.top_k)
+        top = unfound_pointers_down(top, q.query)
         if top and q.top_k > 1 and asks_how(q.query):
             page = await self._within(
                 principal, q, [top[0].doc_id], PAGE_HITS, budget, "procedure_search"

@@ -17,7 +17,11 @@ or by its path (a site's URL path is its page's file path, as MkDocs and Sphinx 
 When the page is not among the candidates, the answer asks the index once more, for the
 question within the documents the link may name (`page_guesses`), under the same tenant,
 permission and metadata filters as the first search: a page of another tenant, or one the
-user may not read, is never found, and the pointer then stays.
+user may not read, is never found, and the pointer then stays, but below the next passage
+that is no pointer when that one is on the question's subject (`unfound_pointers_down`): the
+pointer names where the answer is and says less of it than a page that explains ("आप
+databases, SQL, और SQLModel के बारे में [SQLModel docs](https://sqlmodel.tiangolo.com/) में पढ़
+सकते हैं।" above the SQL tutorial, for "SQL database कैसे जोड़ें?").
 
 A longer passage that is not about the question's subject but links to a page that is
 ("… add them to your CORS configuration ([CORS](cors.md)) …", in the middleware page, for
@@ -225,4 +229,27 @@ def follow_subject_links(hits: Sequence[Hit], question: str) -> list[Hit]:
             out.insert(i, out.pop(out.index(found)))
             moved.add(found.id)  # each page moves up once: this ends
         i += 1
+    return out
+
+
+def unfound_pointers_down(hits: Sequence[Hit], question: str) -> list[Hit]:
+    """`hits` (best first) where pointer passages whose pages are not among them (outside the
+    corpus, or not found for this user) give their place to the next passage that is no
+    pointer, when that passage is on the question's subject (its title or file name shares a
+    term with the question): they name where the answer is, and say less of it than a page
+    that explains. They stay sources, just below it; pointers in a row stay in a row. A stub
+    that is all the user may read on the subject stays first."""
+    asked = match_terms(question) - _GENERIC
+    out = list(hits)
+    i = 0
+    while i < len(out):
+        if not link_targets(out[i]):
+            i += 1
+            continue
+        j = next((k for k in range(i + 1, len(out)) if not link_targets(out[k])), None)
+        if j is None:
+            break
+        if subject_terms(out[j]) & asked:
+            out.insert(i, out.pop(j))
+        i = j + 1
     return out

@@ -1,6 +1,8 @@
 """A short passage that only points to another page gives its place to that page, when the page
 is among the candidates (nothing else moves) or a second search within the user's own filters
-finds it; late or failing, that search leaves the answer as it was."""
+finds it; late or failing, that search leaves the answer as it was. A pointer whose page is
+not found goes below the next passage that is no pointer, when that one is on the question's
+subject."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from service.pipeline.pointers import (
     follow_subject_links,
     page_guesses,
     page_key,
+    unfound_pointers_down,
 )
 from tests.cache_helpers import CountingGenerator, DocsRetrieval, second_search_failures
 
@@ -260,3 +263,66 @@ def test_a_page_on_the_subject_or_a_link_off_it_moves_nothing() -> None:
     # a link to a page that is not among the hits leads nowhere (nothing is searched for)
     alone = off[:1]
     assert ids(follow_subject_links(alone, "How do I enable CORS?")) == ids(alone)
+
+
+EXTERNAL = (
+    "आप databases, SQL, और SQLModel के बारे में [SQLModel docs](https://sqlmodel.tiangolo.com/) "
+    "में पढ़ सकते हैं। उस tutorial में [SQL databases की testing]"
+    "(https://sqlmodel.tiangolo.com/tutorial/fastapi/tests/) के बारे में एक section है।"
+)
+
+
+def test_a_pointer_whose_page_is_not_found_goes_below_the_next_page_on_the_subject() -> None:
+    ask = "SQL database कैसे जोड़ें?"
+    stub = hit("hi/docs/how-to/testing-database.md", EXTERNAL, title="Database की Testing")
+    other_stub = hit("en/docs/reference/staticfiles.md", STUB)
+    tutorial = hit("hi/docs/tutorial/sql-databases.md", "SQLModel import करें और model बनाएँ। " * 3)
+    notes = hit("en/docs/release-notes.md", "Fix a bug in the SQL tutorial. " * 12)
+    assert ids(unfound_pointers_down([stub, tutorial, notes], ask)) == [
+        tutorial.id,
+        stub.id,
+        notes.id,
+    ]
+    # pointers in a row give their places to the first passage that is none, and stay in a row
+    assert ids(unfound_pointers_down([stub, other_stub, tutorial, notes], ask)) == [
+        tutorial.id,
+        stub.id,
+        other_stub.id,
+        notes.id,
+    ]
+    # with no page on the subject below it (release notes are about releases), a stub that is
+    # all there is on the subject stays first; as do pointers with nothing below them
+    assert ids(unfound_pointers_down([stub, notes, tutorial], ask)) == [
+        stub.id,
+        notes.id,
+        tutorial.id,
+    ]
+    assert ids(unfound_pointers_down([tutorial, stub, other_stub], ask)) == [
+        tutorial.id,
+        stub.id,
+        other_stub.id,
+    ]
+    # a long section, or a link off the passage's own subject, is no pointer: nothing moves
+    explains = [notes, tutorial]
+    assert ids(unfound_pointers_down(explains, ask)) == ids(explains)
+    passing = hit("docs/a.md", "To host a frontend, read about it in [Frontend](f.md).")
+    assert ids(unfound_pointers_down([passing, tutorial], ask)) == [passing.id, tutorial.id]
+
+
+async def test_a_how_question_reads_the_procedure_of_the_page_below_an_unfound_pointer() -> None:
+    """The page a stub names is in no document the search may find: the answer's first source
+    is the tutorial, and the how-question's procedure is searched within it, not the stub's."""
+    stub = hit("hi/docs/how-to/testing-database.md", EXTERNAL, title="Database की Testing")
+    tutorial = hit("hi/docs/tutorial/sql-databases.md", "SQLModel import करें। " * 5)
+    step = hit("hi/docs/tutorial/sql-databases.md", "पहले `SQLModel` install करें:", ix=1)
+    retrieval = DocsRetrieval([stub, tutorial], [stub, tutorial, step])
+    pipeline = AnswerPipeline(
+        retrieval, GeneratorRouter.of(CountingGenerator()), load_settings(environ={})
+    )
+    q = Question(query="SQL database कैसे जोड़ें?", filters=None, top_k=2, max_tokens=64, request_id="r")
+    prepared = await pipeline.prepare(Principal(tenant_id="t", user_id="u", groups=()), q)
+    assert prepared.sources[0].doc_id == tutorial.doc_id
+    assert stub.doc_id not in {s.doc_id for s in prepared.sources[:1]}
+    within = [f.conditions[-1] for f in retrieval.filters if f is not None]
+    assert AnyOf("doc_id", (tutorial.doc_id,)) in within
+    assert AnyOf("doc_id", (stub.doc_id,)) not in within
