@@ -1,7 +1,8 @@
 """A reference stub or a recipe that only points to another page, over the real embedder, Qdrant
 Edge and HTTP: when the page it points to was found too, the answer comes from that page and
 cites it, and the stub is not a source; a page the user may not read is never reached through a
-link (the stub then stays)."""
+link (the stub then stays); a stub whose links lead off the corpus goes below the page on the
+question's subject."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.helpers import answered, index_pages, make_key
+from tests.helpers import answered, auth, index_pages, make_key
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
@@ -162,3 +163,46 @@ async def test_a_passage_off_the_subject_yields_to_the_page_it_links_to(
     docs = [s["doc_id"] for s in body["sources"]]
     assert docs[0] == "docs/tutorial/cors.md", docs
     assert docs.index("docs/tutorial/middleware.md") == 1  # it stays, just below
+
+
+ELSEWHERE_PAGES = {
+    "docs/how-to/testing-database.md": """# Testing a Database
+
+You can learn how to add a SQL database, and about SQL and SQLModel, in the [SQLModel docs](https://sqlmodel.tiangolo.com/).
+There is a short tutorial on [testing SQL databases with SQLModel](https://sqlmodel.tiangolo.com/tutorial/fastapi/tests/).
+""",
+    "docs/tutorial/sql-databases.md": """# SQL (Relational) Databases
+
+FastAPI works with any SQL database. Here we'll see an example using SQLModel: install it,
+declare your table models, create an engine for your database file, and add a session
+dependency that gives each request its own session.
+""",
+    "docs/tutorial/body.md": "# Request Body\n\nTo declare a request body, use Pydantic models.\n",
+    "docs/deployment/docker.md": "# Docker\n\nBuild a container image with a Dockerfile.\n",
+}
+
+
+@pytest.fixture(scope="module")
+async def elsewhere_tenant(runtime: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    root = tmp_path_factory.mktemp("elsewhere")
+    await index_pages(runtime, "elsewhere-docs", root, ELSEWHERE_PAGES)
+    return "elsewhere-docs"
+
+
+async def test_a_stub_pointing_off_the_corpus_goes_below_the_page_that_explains(
+    http: httpx.AsyncClient, runtime: Any, elsewhere_tenant: str
+) -> None:
+    """The testing page's stub says "SQL", "databases" and "SQLModel" and ranks first; its links
+    lead to another site, so no page of the corpus takes its place: it stays a source, below
+    the SQL tutorial, whose page the how-question's procedure then comes from."""
+    key = await make_key(runtime, elsewhere_tenant, "uma", [])
+    hits = (
+        await http.post(
+            "/v1/search", json={"query": "How do I add a SQL database?"}, headers=auth(key)
+        )
+    ).json()["results"]
+    assert hits[0]["doc_id"] == "docs/how-to/testing-database.md"  # the search ranks it first
+    body = await answered(http, key, "How do I add a SQL database?")
+    docs = [s["doc_id"] for s in body["sources"]]
+    assert docs[:2] == ["docs/tutorial/sql-databases.md", "docs/how-to/testing-database.md"], docs
+    assert "SQLModel docs" not in body["answer"].split("[S")[0]
