@@ -17,7 +17,7 @@ from service.answerability import model_version as answerability_version
 from service.config import Settings
 from service.index.filters import FilterSpec
 
-PIPELINE_VERSION = "11"  # 11: a pointer to no page found goes down; 10: Hindi pointers
+PIPELINE_VERSION = "12"  # 12: a page's opening is no procedure; 11: unfound pointers down
 """Bump when retrieval or answer code changes what it returns for the same inputs."""
 
 

@@ -18,6 +18,8 @@ from service.text.markdown import blocks, is_block, strip_directives
 from service.text.sentences import split_sentences
 
 CountTokens = Callable[[Sequence[str]], list[int]]
+SECTION_SEPARATOR = " › "
+"""Between a chunk's page title and the headings above it, in its title."""
 _ANCHOR = regex.compile(r"\s*\{\s*#[^}]*\}\s*$")
 
 
@@ -32,7 +34,7 @@ class ChunkText(msgspec.Struct, kw_only=True):
 
     def title(self, doc_title: str) -> str:
         path = [h for h in self.headings if h and h != doc_title]
-        return " › ".join([doc_title, *path]) if path else doc_title
+        return SECTION_SEPARATOR.join([doc_title, *path]) if path else doc_title
 
     def embed_text(self, doc_title: str) -> str:
         """What gets embedded: the heading path gives the chunk its context."""

@@ -11,6 +11,10 @@ So for a question that asks how (`asks_how`) the answer searches the top source'
 more, for the question, under the same tenant, permission and metadata filters as the first
 search (`AnswerPipeline`), and the earliest chunk found there that holds a step (`is_step`)
 becomes the answer's second source; the last one leaves, so the answer keeps `top_k` sources.
+A chunk of the page's opening (before its first heading) is that procedure only when no
+section holds a step: the opening says what the page covers ("आप SSE का उपयोग करके client को
+data stream कर सकते हैं"), the section after it how ("… `yield` का उपयोग करें और
+`response_class=EventSourceResponse` set करें").
 Nothing changes when that chunk is a source already, when the page holds no step the question
 reaches, or for `top_k` 1.
 """
@@ -20,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from service.index.protocol import Hit
+from service.ingest.chunking import SECTION_SEPARATOR
 from service.text.instructions import is_step
 from service.text.markdown import units
 
@@ -28,9 +33,18 @@ PAGE_HITS = 15
 
 
 def first_procedure(page: Sequence[Hit]) -> Hit | None:
-    """Of one page's chunks, the earliest that holds a step."""
+    """Of one page's chunks, the earliest that holds a step, in a section where one does (the
+    page's opening, before its first heading, says what the page covers: its "You can stream
+    data using SSE" is a summary, and the procedure is in the section after it)."""
     steps = [h for h in page if any(is_step(u) for u in units(h.text))]
-    return min(steps, key=lambda h: h.chunk_ix, default=None)
+    in_sections = [h for h in steps if in_section(h)]
+    return min(in_sections or steps, key=lambda h: h.chunk_ix, default=None)
+
+
+def in_section(hit: Hit) -> bool:
+    """Whether a chunk lies under one of its page's headings (its title is the page's title
+    and the path of headings above it: `ChunkText.title`), not in the page's opening."""
+    return SECTION_SEPARATOR in hit.title
 
 
 def with_procedure(sources: Sequence[Hit], procedure: Hit | None, top_k: int) -> list[Hit]:

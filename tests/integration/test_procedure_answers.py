@@ -95,3 +95,55 @@ async def test_another_tenant_s_page_at_the_same_path_answers_only_its_own_users
     assert resp.status_code == 200, resp.text
     answer = resp.json()["answer"]
     assert "enqueue_secret" in answer and "add_task" not in answer, answer
+
+
+SSE_PAGE = "hi/docs/tutorial/server-sent-events.md"
+SSE_QUESTION = "Server-Sent Events कैसे भेजें?"
+SSE = """# Server-Sent Events (SSE)
+
+आप **Server-Sent Events** (SSE) का उपयोग करके client को data stream कर सकते हैं।
+
+## Server-Sent Events क्या हैं?
+
+Server-Sent Events, HTTP के माध्यम से server से client तक events भेजने का एक standard है। हर
+event एक छोटा text block होता है, और Server-Sent Events खाली lines से अलग किए जाते हैं।
+
+## FastAPI के साथ SSE Stream करें
+
+Server-Sent Events भेजने के लिए, अपनी path operation function में `yield` का उपयोग करें और
+`response_class=EventSourceResponse` set करें।
+
+`EventSourceResponse` को `fastapi.sse` से import करें।
+
+## तकनीकी विवरण
+
+Server-Sent Events भेजते समय FastAPI हर 15 सेकंड में एक ping comment भेजता है, ताकि proxies
+connection बंद न करें: Server-Sent Events भेजें तो proxies के लिए buffering बंद रहती है।
+"""
+
+
+@pytest.fixture(scope="module")
+async def hindi_tenant(runtime: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    await index_pages(runtime, "procedure-hi", tmp_path_factory.mktemp("sse"), {SSE_PAGE: SSE})
+    return "procedure-hi"
+
+
+async def test_a_page_s_opening_that_says_what_it_covers_is_not_its_procedure(
+    http: httpx.AsyncClient, runtime: Any, hindi_tenant: str
+) -> None:
+    """The page opens with "you can stream data using SSE", a step by its form that only says
+    what the page covers; the answer quotes the section after it, which says how."""
+    key = await make_key(runtime, hindi_tenant, "uma", [])
+    resp = await http.post(
+        "/v1/search", json={"query": SSE_QUESTION, "top_k": 2}, headers=auth(key)
+    )
+    assert resp.status_code == 200, resp.text
+    found = resp.json()["results"]
+    assert not any("EventSourceResponse" in h["text"] for h in found), found  # the premise
+    resp = await http.post(
+        "/v1/answer", json={"query": SSE_QUESTION, "stream": False, "top_k": 2}, headers=auth(key)
+    )
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert body["abstained"] is False, body
+    assert "EventSourceResponse" in body["answer"], body["answer"]

@@ -47,6 +47,33 @@ def test_the_earliest_chunk_with_a_step_is_the_page_s_procedure() -> None:
     assert first_procedure([]) is None
 
 
+SSE_PAGE = "hi/docs/tutorial/server-sent-events.md"
+SSE_INTRO = "आप **Server-Sent Events** (SSE) का उपयोग करके client को data stream कर सकते हैं।"
+SSE_STEPS = (
+    "FastAPI के साथ SSE stream करने के लिए, `yield` का उपयोग करें और "
+    "`response_class=EventSourceResponse` set करें।"
+)
+
+
+def titled(text: str, ix: int, title: str) -> Hit:
+    return Hit(
+        id=f"{SSE_PAGE}#{ix}", doc_id=SSE_PAGE, chunk_ix=ix, score=1.0, text=text, title=title
+    )
+
+
+def test_the_page_s_opening_is_its_procedure_only_when_no_section_holds_a_step() -> None:
+    opening = titled(SSE_INTRO, 0, "Server-Sent Events (SSE)")
+    what = titled(DETAILS, 1, "Server-Sent Events (SSE) › Server-Sent Events क्या हैं?")
+    how = titled(SSE_STEPS, 3, "Server-Sent Events (SSE) › FastAPI के साथ SSE Stream करें")
+    later = titled(LATER_STEPS, 7, "Server-Sent Events (SSE) › `ServerSentEvent`")
+    # the opening says what the page covers ("you can stream data using SSE"): the earliest
+    # step under a heading is the procedure
+    assert first_procedure([later, opening, what, how]) == how
+    # a page whose only step is in its opening, or with no headings at all, keeps it
+    assert first_procedure([opening, what]) == opening
+    assert first_procedure([hit(INTRO, 0), hit(STEPS, 2), hit(LATER_STEPS, 5)]) == hit(STEPS, 2)
+
+
 def test_the_procedure_comes_second_and_the_last_source_leaves() -> None:
     a, b, c = hit(DETAILS, 3), hit(INTRO, 0), hit("Other page.", 0, "docs/other.md")
     proc = hit(STEPS, 1)
