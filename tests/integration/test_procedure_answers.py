@@ -1,7 +1,8 @@
 """A how-question's answer quotes its page's procedure, over the real embedder, Qdrant Edge and
 HTTP (`service.pipeline.procedure`): the page's sections that repeat the question's words rank
 above its steps, yet the answer holds the steps; another tenant's page at the same path, with
-steps of its own, is never reached."""
+steps of its own, is never reached; a page's opening that says what it covers is not its
+procedure."""
 
 from __future__ import annotations
 
