@@ -17,7 +17,7 @@ from service.answerability import model_version as answerability_version
 from service.config import Settings
 from service.index.filters import FilterSpec
 
-PIPELINE_VERSION = "12"  # 12: a page's opening is no procedure; 11: unfound pointers down
+PIPELINE_VERSION = "13"  # 13: a how-answer goes on with steps; 12: openings; 11: pointers
 """Bump when retrieval or answer code changes what it returns for the same inputs."""
 
 

@@ -13,7 +13,9 @@ A question that asks how (`service.text.instructions.asks_how`) is answered by a
 steps (imperatives, "you can … use …", lists of them; Hindi's polite imperatives) count more,
 and a step that follows a chosen unit in its passage carries the answer on, past the point
 where the question's terms are covered ("Import `CORSMiddleware`." names nothing the question
-asked, yet it is the answer).
+asked, yet it is the answer). Once the question's words are covered, a how-answer still goes
+on, up to its limit, with the steps of the passages it quotes that hold one of them
+(`_go_on_with_steps`): naming the tool is not the procedure.
 
 A chosen sentence that carries on from the one before it ("And then you can set cookies in that
 *temporary* response object.", "It was built in 1889.") is quoted with that one, just before it:
@@ -178,7 +180,30 @@ def select(
             how and _step_at(cands, taken, pick.rank, pick.pos + 1)
         ):
             break
+    if how and chosen:
+        _go_on_with_steps(chosen, cands, taken, question_terms, limit)
     return [(c.text, c.source) for c in in_reading_order(with_context(chosen, cands))]
+
+
+def _go_on_with_steps(
+    chosen: list[Candidate],
+    cands: Sequence[Candidate],
+    taken: set[int],
+    question_terms: set[str],
+    limit: int,
+) -> None:
+    """A how-answer is not done once its words are covered: naming the tool ("You can define
+    background tasks to be run after returning a response.") is not the procedure. Up to
+    `limit` units, it goes on with the steps of the passages it quotes that hold a question
+    term ("First, import `BackgroundTasks` …"), in their passages' order."""
+    ranks = {c.rank for c in chosen}
+    for i in sorted(range(len(cands)), key=lambda k: (cands[k].rank, cands[k].pos)):
+        if len(chosen) >= limit:
+            return
+        c = cands[i]
+        if i not in taken and c.step and c.rank in ranks and c.terms & question_terms:
+            taken.add(i)
+            chosen.append(c)
 
 
 def in_reading_order(units: Sequence[Candidate]) -> list[Candidate]:

@@ -270,6 +270,36 @@ def test_a_hindi_how_question_takes_the_step_that_names_its_action() -> None:
     assert picked[0] == ("एक नया JWT access token बनाएँ और उसे return करें।", "S2")
 
 
+BACKGROUND = (
+    "You can define background tasks to be run *after* returning a response.\n\n"
+    "This is useful for operations that need to happen after a request.\n\n"
+    "First, import `BackgroundTasks` and define a parameter of type `BackgroundTasks`.\n\n"
+    "The weather was fine.\n\n"
+    "Inside of your function, pass your task function to the background tasks object with "
+    "`.add_task()`.\n\n"
+    "Then restart the server."
+)
+
+
+def test_a_how_answer_goes_on_with_the_steps_of_its_passage_once_covered() -> None:
+    """Naming the tool covers the question's words ("run", "task", "after", "return",
+    "response"), not its procedure: the answer goes on with the passage's steps that hold one
+    of them, in order, up to its limit; a step holding none ("Then restart the server.") and a
+    remark stay out; a "what" question stops when covered."""
+    page = [Passage(id="S1", title="Background Tasks", text=BACKGROUND)]
+    how = "How can I run a task after returning a response?"
+    picked = [s for s, _ in pick_sentences(how, page, 4)]
+    assert picked == [
+        "You can define background tasks to be run *after* returning a response.",
+        "First, import `BackgroundTasks` and define a parameter of type `BackgroundTasks`.",
+        "Inside of your function, pass your task function to the background tasks object with "
+        "`.add_task()`.",
+    ]
+    assert [s for s, _ in pick_sentences(how, page, 2)] == picked[:2]  # the limit holds
+    what = "What runs a task after returning a response?"
+    assert [s for s, _ in pick_sentences(what, page, 4)] == picked[:1]
+
+
 def test_the_same_passage_without_how_stops_when_covered() -> None:
     """Steps count only for a question that asks how: "what is" is answered by a definition."""
     picked = pick_sentences("What is a cookie?", [Passage(id="S1", title="", text=COOKIE_STEPS)], 3)
