@@ -2,7 +2,7 @@
 HTTP (`service.pipeline.procedure`): the page's sections that repeat the question's words rank
 above its steps, yet the answer holds the steps; another tenant's page at the same path, with
 steps of its own, is never reached; a page's opening that says what it covers is not its
-procedure."""
+procedure; an answer whose first sentence names the tool goes on with the steps."""
 
 from __future__ import annotations
 
@@ -148,3 +148,43 @@ async def test_a_page_s_opening_that_says_what_it_covers_is_not_its_procedure(
     body = resp.json()
     assert body["abstained"] is False, body
     assert "EventSourceResponse" in body["answer"], body["answer"]
+
+
+COVERED_PAGE = "docs/tutorial/tasks.md"
+COVERED_QUESTION = "How can I run a task after returning a response?"
+COVERED = """# Background Tasks
+
+You can define background tasks to be run after returning a response.
+
+This is useful for operations that need to happen after a request, like email notifications.
+
+## Using `BackgroundTasks`
+
+First, import `BackgroundTasks` and define a parameter in your path operation function with a
+type declaration of `BackgroundTasks`.
+
+Then pass your task function to the background tasks object with the method `.add_task()`.
+"""
+
+
+@pytest.fixture(scope="module")
+async def covered_tenant(runtime: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    root = tmp_path_factory.mktemp("covered")
+    await index_pages(runtime, "procedure-covered", root, {COVERED_PAGE: COVERED})
+    return "procedure-covered"
+
+
+async def test_an_answer_that_names_the_tool_goes_on_with_the_steps(
+    http: httpx.AsyncClient, runtime: Any, covered_tenant: str
+) -> None:
+    """The page's first sentence holds every word of the question and names the tool; the
+    answer does not stop there but quotes the steps that follow."""
+    key = await make_key(runtime, covered_tenant, "uma", [])
+    resp = await http.post(
+        "/v1/answer", json={"query": COVERED_QUESTION, "stream": False}, headers=auth(key)
+    )
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert body["abstained"] is False, body
+    assert "define background tasks" in body["answer"], body["answer"]
+    assert "import `BackgroundTasks`" in body["answer"], body["answer"]
