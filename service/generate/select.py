@@ -197,10 +197,9 @@ def _go_on_with_steps(
     `limit` units, it goes on with the steps of the passages it quotes that hold a question
     term ("First, import `BackgroundTasks` …"), in their passages' order."""
     ranks = {c.rank for c in chosen}
-    for i in sorted(range(len(cands)), key=lambda k: (cands[k].rank, cands[k].pos)):
+    for i, c in enumerate(cands):  # in passage order, each passage's units in its order
         if len(chosen) >= limit:
             return
-        c = cands[i]
         if i not in taken and c.step and c.rank in ranks and c.terms & question_terms:
             taken.add(i)
             chosen.append(c)
