@@ -380,7 +380,7 @@ class EdgeIndex:
                 hits = rank_unread(q, self._shard.query_batch(qe.QueryBatchRequest(requests)))
             payload = True if q.units else WITHOUT_UNITS
             records = self._shard.retrieve([h.id for h in hits], payload, False) if hits else []
-        return with_payloads(q.dense if q.units else None, hits, records)
+        return with_payloads(q.units_vector, hits, records)
 
     def query_batch_sync(self, requests: list[Any]) -> list[Any]:
         """Raw engine access for the benchmark's unfiltered baseline (same executor rules)."""

@@ -113,7 +113,7 @@ def hits_from_lists(
     if not lists:
         return []
     hits = rank_points(q, lists, dense_of)
-    return attach_sentence_scores(q.dense if q.units else None, hits, lists[0])
+    return attach_sentence_scores(q.units_vector, hits, lists[0])
 
 
 def _point_hit(p: Any, scores: dict[str, float]) -> Hit:

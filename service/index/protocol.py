@@ -111,6 +111,12 @@ class SearchQuery(msgspec.Struct, kw_only=True):
     bm25_scale: float = 4.5
     """S of the `per_term` formula: BM25 enters as bm25 / (S · distinct query terms)."""
 
+    @property
+    def units_vector(self) -> list[float] | None:
+        """What the hits' units are scored against: `dense`, or None where they are not
+        (`units` off, or a search without a query vector)."""
+        return self.dense if self.units else None
+
 
 def chunk_from_payload(payload: dict[str, Any], dense: list[float], sparse: SparseVec) -> Chunk:
     """A stored point back as a `Chunk` (vectors included)."""

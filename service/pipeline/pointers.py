@@ -240,13 +240,14 @@ def unfound_pointers_down(hits: Sequence[Hit], question: str) -> list[Hit]:
     that explains. They stay sources, just below it; pointers in a row stay in a row. A stub
     that is all the user may read on the subject stays first."""
     asked = match_terms(question) - _GENERIC
+    pointers = {h.id for h in hits if link_targets(h)}  # each passage parsed once
     out = list(hits)
     i = 0
     while i < len(out):
-        if not link_targets(out[i]):
+        if out[i].id not in pointers:
             i += 1
             continue
-        j = next((k for k in range(i + 1, len(out)) if not link_targets(out[k])), None)
+        j = next((k for k in range(i + 1, len(out)) if out[k].id not in pointers), None)
         if j is None:
             break
         if subject_terms(out[j]) & asked:
