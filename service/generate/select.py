@@ -38,6 +38,7 @@ from service.generate.protocol import Passage
 from service.index.protocol import NO_SCORE
 from service.text.instructions import is_step
 from service.text.markdown import is_block, said, units
+from service.text.term_lists import introduces, term_list_flags
 from service.text.terms import held_terms
 
 PASSAGE_PRIOR = 0.6
@@ -71,8 +72,6 @@ CARRIES_ON = regex.compile(
     regex.IGNORECASE,
 )
 """A sentence opening with a connective or a pronoun that refers back (English, Hindi)."""
-INTRODUCES = regex.compile(r"[:：]\W{0,3}$")
-"""A sentence ending in a colon (a closing bracket, quote or emphasis mark may follow)."""
 
 
 def carries_on(sentence: str) -> bool:
@@ -100,7 +99,10 @@ def candidates(
     for rank, p in enumerate(passages):
         found = units(p.text)
         sims = p.sentence_scores if len(p.sentence_scores) == len(found) else []
+        listed = term_list_flags(found)
         for pos, sent in enumerate(found):
+            if listed[pos]:  # a glossary's words say nothing about them
+                continue
             sim = sims[pos] if sims and sims[pos] > NO_SCORE else None
             out.append(
                 Candidate(
@@ -234,11 +236,6 @@ def _step_at(cands: Sequence[Candidate], taken: set[int], rank: int, pos: int) -
     return any(
         c.step and c.rank == rank and c.pos == pos and i not in taken for i, c in enumerate(cands)
     )
-
-
-def introduces(sentence: str) -> bool:
-    """A prose sentence that ends in a colon: it promises what comes next (steps, a list, code)."""
-    return not is_block(sentence) and INTRODUCES.search(sentence) is not None
 
 
 def with_context(chosen: Sequence[Candidate], cands: Sequence[Candidate]) -> list[Candidate]:

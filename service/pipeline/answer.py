@@ -46,6 +46,7 @@ from service.pipeline.pointers import (
 )
 from service.pipeline.procedure import PAGE_HITS, first_procedure, with_procedure
 from service.pipeline.retrieve import Retrieval, one_question
+from service.pipeline.term_lists import term_lists_last
 from service.pipeline.trim import trim
 from service.text.instructions import asks_how
 
@@ -246,7 +247,7 @@ class AnswerPipeline:
     def _followed(hits: Sequence[Hit], query: str) -> list[Hit]:
         """Pointers yield to the pages they point to, and passages off the question's subject
         to the linked pages on it (`service.pipeline.pointers`)."""
-        return follow_subject_links(follow_pointers(hits), query)
+        return follow_subject_links(follow_pointers(term_lists_last(hits)), query)
 
     async def _decide(self, query: str, hits: Sequence[Hit], budget: Budget) -> Decision | None:
         """Does the evidence answer? The cheap model first; where it is unsure, token

@@ -439,3 +439,21 @@ def test_a_procedure_reads_top_down_even_when_a_later_step_was_chosen_first() ->
     steps = "* `CORSMiddleware` import करें।\n* allowed origins की एक list बनाएँ।"
     assert tool in picked and steps in picked
     assert picked.index(tool) + 1 == picked.index(steps)
+
+
+def test_a_word_list_is_never_quoted_but_an_introduced_list_is() -> None:
+    """A glossary's words are the question's words back; a list a sentence introduces is what
+    that sentence says."""
+    glossary = Passage(id="S1", title="", text="* टास्क\n* बैकग्राउंड टास्क\n* टास्क फ़ंक्शन")
+    page = Passage(
+        id="S2",
+        title="",
+        text="सबसे पहले, `BackgroundTasks` import करें और एक parameter define करें।",
+    )
+    picked = pick_sentences("बैकग्राउंड टास्क कैसे चलाएं?", [glossary, page], 3)
+    assert all(sid == "S2" for _, sid in picked)
+    types = Passage(
+        id="S1", title="", text="You can use these types:\n\n* `int`\n* `float`\n* `bool`"
+    )
+    picked = pick_sentences("Which types can I use?", [types], 3)
+    assert ("* `int`\n* `float`\n* `bool`", "S1") in picked
