@@ -37,7 +37,8 @@ PAGES = {
 
 ## `BackgroundTasks` का उपयोग करना
 
-सबसे पहले, `BackgroundTasks` import करें और अपनी *path operation function* में `BackgroundTasks` की type declaration के साथ एक parameter define करें:
+सबसे पहले, `BackgroundTasks` import करें और अपनी *path operation function* में
+`BackgroundTasks` की type declaration के साथ एक parameter define करें:
 
 ## task function बनाएँ
 
@@ -45,9 +46,12 @@ background task के रूप में चलाने के लिए ए�
 
 ## Background task जोड़ें
 
-अपनी *path operation function* के अंदर, अपनी task function को background tasks object में method `.add_task()` के साथ pass करें।
+अपनी *path operation function* के अंदर, अपनी task function को background tasks object में
+method `.add_task()` के साथ pass करें।
 """,
-    "docs/hi/tutorial/body.md": "# Request Body\n\nrequest body घोषित करने के लिए Pydantic models का उपयोग करें।\n",
+    "docs/hi/tutorial/body.md": (
+        "# Request Body\n\nrequest body घोषित करने के लिए Pydantic models का उपयोग करें।\n"
+    ),
     "docs/hi/deployment/docker.md": "# Docker\n\nDockerfile के साथ एक container image बनाएँ।\n",
 }
 QUESTION = "रिस्पॉन्स भेजने के बाद बैकग्राउंड टास्क कैसे चलाएं?"
@@ -63,9 +67,9 @@ async def test_a_word_list_ranked_first_gives_way_to_the_page_that_explains(
     http: httpx.AsyncClient, runtime: Any, tenant: str
 ) -> None:
     key = await make_key(runtime, tenant, "uma", [])
-    hits = (
-        await http.post("/v1/search", json={"query": QUESTION}, headers=auth(key))
-    ).json()["results"]
+    hits = (await http.post("/v1/search", json={"query": QUESTION}, headers=auth(key))).json()[
+        "results"
+    ]
     assert hits[0]["doc_id"] == "docs/hi/llm-test.md"  # the search ranks the word list first
     body = await answered(http, key, QUESTION)
     docs = [s["doc_id"] for s in body["sources"]]
