@@ -14,8 +14,9 @@ steps (imperatives, "you can … use …", lists of them; Hindi's polite imperat
 and a step that follows a chosen unit in its passage carries the answer on, past the point
 where the question's terms are covered ("Import `CORSMiddleware`." names nothing the question
 asked, yet it is the answer). Once the question's words are covered, a how-answer still goes
-on, up to its limit, with the steps of the passages it quotes that hold one of them
-(`_go_on_with_steps`): naming the tool is not the procedure.
+on, up to its limit, with the steps that hold one of them, of the passages it quotes and of the
+second passage, its page's procedure (`_go_on_with_steps`): naming the tool is not the
+procedure.
 
 A chosen sentence that carries on from the one before it ("And then you can set cookies in that
 *temporary* response object.", "It was built in 1889.") is quoted with that one, just before it:
@@ -63,6 +64,11 @@ STEP_PRIOR = 0.8
 """Added to a step's score (`service.text.instructions.is_step`) when the question asks how;
 chosen on the docs bar's dev half (0, 0.15, 0.3, 0.5, 0.8, 1.2: evidence held rose to 0.8 and
 stayed); CLAPnq's and XQuAD's answers did not change (README, issue #14)."""
+
+
+PROCEDURE_RANK = 1
+"""Where a how-question's passages hold its page's first procedure
+(`service.pipeline.procedure.with_procedure`: second)."""
 
 
 CARRIES_ON = regex.compile(
@@ -196,9 +202,10 @@ def _go_on_with_steps(
 ) -> None:
     """A how-answer is not done once its words are covered: naming the tool ("You can define
     background tasks to be run after returning a response.") is not the procedure. Up to
-    `limit` units, it goes on with the steps of the passages it quotes that hold a question
-    term ("First, import `BackgroundTasks` …"), in their passages' order."""
-    ranks = {c.rank for c in chosen}
+    `limit` units, it goes on with the steps that hold a question term ("First, import
+    `BackgroundTasks` …") of the passages it quotes and of the second passage, where the
+    pipeline puts the page's procedure (`service.pipeline.procedure`), in passage order."""
+    ranks = {c.rank for c in chosen} | {PROCEDURE_RANK}
     for i, c in enumerate(cands):  # in passage order, each passage's units in its order
         if len(chosen) >= limit:
             return

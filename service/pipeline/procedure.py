@@ -15,8 +15,9 @@ A chunk of the page's opening (before its first heading) is that procedure only 
 section holds a step: the opening says what the page covers ("आप SSE का उपयोग करके client को
 data stream कर सकते हैं"), the section after it how ("… `yield` का उपयोग करें और
 `response_class=EventSourceResponse` set करें").
-Nothing changes when that chunk is a source already, when the page holds no step the question
-reaches, or for `top_k` 1.
+A chunk that is a lower source already moves up to second: there the answer goes on with its
+steps once the question's words are covered (`service.generate.select`). Nothing changes when
+that chunk is the top source, when the page holds no step the question reaches, or for `top_k` 1.
 """
 
 from __future__ import annotations
@@ -48,9 +49,10 @@ def in_section(hit: Hit) -> bool:
 
 
 def with_procedure(sources: Sequence[Hit], procedure: Hit | None, top_k: int) -> list[Hit]:
-    """`sources` with `procedure` second and at most `top_k` of them."""
+    """`sources` with `procedure` second (moved up if it was a lower source), at most `top_k`."""
     if procedure is None or top_k < 2 or not sources:
         return list(sources)
-    if any(h.id == procedure.id for h in sources):
+    if sources[0].id == procedure.id:
         return list(sources)
-    return [sources[0], procedure, *sources[1:]][:top_k]
+    rest = [h for h in sources[1:] if h.id != procedure.id]
+    return [sources[0], procedure, *rest][:top_k]

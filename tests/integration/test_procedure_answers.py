@@ -188,3 +188,54 @@ async def test_an_answer_that_names_the_tool_goes_on_with_the_steps(
     assert body["abstained"] is False, body
     assert "define background tasks" in body["answer"], body["answer"]
     assert "import `BackgroundTasks`" in body["answer"], body["answer"]
+
+
+HEADER_PAGE = "docs/tutorial/header-params.md"
+HEADER_QUESTION = "How do I read a header parameter?"
+HEADER = """# Header Parameters
+
+## Import `Header`
+
+First import `Header` from `fastapi`.
+
+## About HTTP headers
+
+Clients send HTTP headers with each request: the browser adds some, such as the user agent,
+and a client program may add its own.
+
+## Declare `Header` parameters
+
+To read a header parameter, you need to use `Header`, because otherwise the parameter would
+be interpreted as a query parameter. A header parameter is read like a query parameter is.
+"""
+
+
+@pytest.fixture(scope="module")
+async def header_tenant(runtime: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    root = tmp_path_factory.mktemp("header")
+    await index_pages(runtime, "procedure-header", root, {HEADER_PAGE: HEADER})
+    return "procedure-header"
+
+
+async def test_an_answer_goes_on_with_the_steps_of_its_page_s_procedure(
+    http: httpx.AsyncClient, runtime: Any, header_tenant: str
+) -> None:
+    """The section that ranks first covers the question in one sentence; the page's procedure
+    (its first step, two sections above, no neighbour of it) is the second source, and the
+    answer goes on with its step."""
+    key = await make_key(runtime, header_tenant, "uma", [])
+    resp = await http.post(
+        "/v1/search", json={"query": HEADER_QUESTION, "top_k": 1}, headers=auth(key)
+    )
+    assert resp.status_code == 200, resp.text
+    assert "To read a header parameter" in resp.json()["results"][0]["text"]  # the premise
+    resp = await http.post(
+        "/v1/answer",
+        json={"query": HEADER_QUESTION, "stream": False, "top_k": 2},
+        headers=auth(key),
+    )
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert body["abstained"] is False, body
+    assert "you need to use `Header`" in body["answer"], body["answer"]
+    assert "First import `Header` from `fastapi`." in body["answer"], body["answer"]

@@ -300,6 +300,30 @@ def test_a_how_answer_goes_on_with_the_steps_of_its_passage_once_covered() -> No
     assert [s for s, _ in pick_sentences(what, page, 4)] == picked[:1]
 
 
+def test_a_how_answer_goes_on_with_the_steps_of_the_second_passage() -> None:
+    """The second passage is where a how-question's procedure is put
+    (`service.pipeline.procedure`): once covered, the answer goes on with its steps that hold
+    a question term even when it quoted nothing of it, but not with a third passage's."""
+    passages = [
+        Passage(
+            id="S1",
+            title="Header Parameters › Declare",
+            text="To read a header parameter, you need to use `Header`. Headers are sent first.",
+        ),
+        Passage(
+            id="S2",
+            title="Header Parameters › Import",
+            text="First import `Header` from `fastapi`. Then restart the server.",
+        ),
+        Passage(id="S3", title="Cookies", text="Import `Cookie` to read a cookie header."),
+    ]
+    picked = pick_sentences("How do I read a header parameter?", passages, 3)
+    assert picked == [
+        ("To read a header parameter, you need to use `Header`.", "S1"),
+        ("First import `Header` from `fastapi`.", "S2"),
+    ]
+
+
 def test_the_same_passage_without_how_stops_when_covered() -> None:
     """Steps count only for a question that asks how: "what is" is answered by a definition."""
     picked = pick_sentences("What is a cookie?", [Passage(id="S1", title="", text=COOKIE_STEPS)], 3)

@@ -75,11 +75,15 @@ def test_the_page_s_opening_is_its_procedure_only_when_no_section_holds_a_step()
 
 
 def test_the_procedure_comes_second_and_the_last_source_leaves() -> None:
+    """Second, where the answer goes on with its steps (`service.generate.select`), moved
+    there when it was a lower source already."""
     a, b, c = hit(DETAILS, 3), hit(INTRO, 0), hit("Other page.", 0, "docs/other.md")
     proc = hit(STEPS, 1)
     assert with_procedure([a, b, c], proc, 3) == [a, proc, b]
     assert with_procedure([a], proc, 3) == [a, proc]  # fewer sources than top_k: one more
     assert with_procedure([a, proc, c], proc, 3) == [a, proc, c]  # a source already
+    assert with_procedure([a, b, proc], proc, 3) == [a, proc, b]  # a source lower: second
+    assert with_procedure([proc, a, b], proc, 3) == [proc, a, b]  # the top source: stays
     assert with_procedure([a, b], proc, 1) == [a, b][:2]  # top_k 1: nothing to make room in
     assert with_procedure([a, b], None, 3) == [a, b]
     assert with_procedure([], proc, 3) == []
