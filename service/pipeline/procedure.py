@@ -15,6 +15,8 @@ A chunk of the page's opening (before its first heading) is that procedure only 
 section holds a step: the opening says what the page covers ("आप SSE का उपयोग करके client को
 data stream कर सकते हैं"), the section after it how ("… `yield` का उपयोग करें और
 `response_class=EventSourceResponse` set करें").
+A step that only sends the reader to a link ("… तो advanced guide देखें: [Data Stream
+करें](…).", `points_to_link`) says where to read, not how: it makes no chunk a procedure.
 A chunk that is a lower source already moves up to second: there the answer goes on with its
 steps once the question's words are covered (`service.generate.select`). Nothing changes when
 that chunk is the top source, when the page holds no step the question reaches, or for `top_k` 1.
@@ -26,7 +28,7 @@ from collections.abc import Sequence
 
 from service.index.protocol import Hit
 from service.ingest.chunking import SECTION_SEPARATOR
-from service.text.instructions import is_step
+from service.text.instructions import is_step, points_to_link
 from service.text.markdown import units
 
 PAGE_HITS = 15
@@ -34,10 +36,11 @@ PAGE_HITS = 15
 
 
 def first_procedure(page: Sequence[Hit]) -> Hit | None:
-    """Of one page's chunks, the earliest that holds a step, in a section where one does (the
-    page's opening, before its first heading, says what the page covers: its "You can stream
-    data using SSE" is a summary, and the procedure is in the section after it)."""
-    steps = [h for h in page if any(is_step(u) for u in units(h.text))]
+    """Of one page's chunks, the earliest that holds a step (not one that only points to a
+    link), in a section where one does (the page's opening, before its first heading, says
+    what the page covers: its "You can stream data using SSE" is a summary, and the procedure
+    is in the section after it)."""
+    steps = [h for h in page if any(is_step(u) and not points_to_link(u) for u in units(h.text))]
     in_sections = [h for h in steps if in_section(h)]
     return min(in_sections or steps, key=lambda h: h.chunk_ix, default=None)
 

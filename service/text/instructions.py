@@ -43,6 +43,21 @@ def asks_how(question: str) -> bool:
     return _HOW_EN.search(question) is not None or _HOW_INDIC.search(question) is not None
 
 
+_POINTS = regex.compile(
+    r"(?<![\p{L}\p{M}])(?:read|see|check|learn|refer|visit|देख|पढ़|जान|सीख)", regex.IGNORECASE
+)
+_LINKED = regex.compile(r"\[[^\]\n]*\]\(|<https?://", regex.IGNORECASE)
+
+
+def points_to_link(unit: str) -> bool:
+    """A prose unit that sends the reader to a link to read or see ("… तो advanced guide देखें:
+    [Data Stream करें](../advanced/stream-data.md).", "Read more in [the docs](…)"): an
+    instruction by its form, about where to read, not how to do what the page does."""
+    return (
+        not is_block(unit) and _LINKED.search(unit) is not None and _POINTS.search(unit) is not None
+    )
+
+
 STEP_VERBS = frozenset(
     "add adjust annotate append apply assign attach build call change choose click clone"
     " combine configure connect convert copy create declare decorate define delete deploy"

@@ -239,3 +239,51 @@ async def test_an_answer_goes_on_with_the_steps_of_its_page_s_procedure(
     assert body["abstained"] is False, body
     assert "you need to use `Header`" in body["answer"], body["answer"]
     assert "First import `Header` from `fastapi`." in body["answer"], body["answer"]
+
+
+POINTED_PAGE = "hi/docs/tutorial/sse.md"
+POINTED = """# Server-Sent Events (SSE)
+
+आप **Server-Sent Events** (SSE) का उपयोग करके client को data stream कर सकते हैं।
+
+## Server-Sent Events क्या हैं?
+
+Server-Sent Events, HTTP के माध्यम से server से client तक events भेजने का एक standard है।
+
+अगर आप binary data stream करना चाहते हैं, जैसे video या audio, तो advanced guide देखें:
+[Data Stream करें](../advanced/stream-data.md).
+
+## FastAPI के साथ SSE Stream करें
+
+SSE stream करने के लिए, अपनी path operation function में `yield` का उपयोग करें और
+`response_class=EventSourceResponse` set करें।
+
+## तकनीकी विवरण
+
+* Server-Sent Events भेजते समय हर 15 सेकंड में एक ping comment भेजें।
+* Server-Sent Events भेजें तो proxies में buffering बंद करने के लिए एक header set करें।
+"""
+
+
+@pytest.fixture(scope="module")
+async def pointed_tenant(runtime: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    root = tmp_path_factory.mktemp("pointed")
+    await index_pages(runtime, "procedure-pointed", root, {POINTED_PAGE: POINTED})
+    return "procedure-pointed"
+
+
+async def test_a_step_that_only_points_to_a_link_is_not_the_procedure(
+    http: httpx.AsyncClient, runtime: Any, pointed_tenant: str
+) -> None:
+    """The first section holds "… तो advanced guide देखें: [link]", an instruction by its form
+    that says where to read; the procedure is the section after it."""
+    key = await make_key(runtime, pointed_tenant, "uma", [])
+    resp = await http.post(
+        "/v1/answer",
+        json={"query": SSE_QUESTION, "stream": False, "top_k": 2},
+        headers=auth(key),
+    )
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert body["abstained"] is False, body
+    assert "EventSourceResponse" in body["answer"], body["answer"]

@@ -74,6 +74,20 @@ def test_the_page_s_opening_is_its_procedure_only_when_no_section_holds_a_step()
     assert first_procedure([hit(INTRO, 0), hit(STEPS, 2), hit(LATER_STEPS, 5)]) == hit(STEPS, 2)
 
 
+def test_a_step_that_only_points_to_a_link_is_no_procedure() -> None:
+    """ "… तो advanced guide देखें: [Data Stream करें](…)." is an instruction by its form, about
+    where to read: the section after it, with the steps, is the procedure."""
+    pointer = titled(
+        "Server-Sent Events एक standard है। अगर आप binary data stream करना चाहते हैं, तो "
+        "advanced guide देखें: [Data Stream करें](../advanced/stream-data.md).",
+        1,
+        "Server-Sent Events (SSE) › Server-Sent Events क्या हैं?",
+    )
+    how = titled(SSE_STEPS, 3, "Server-Sent Events (SSE) › FastAPI के साथ SSE Stream करें")
+    assert first_procedure([pointer, how]) == how
+    assert first_procedure([pointer]) is None  # a page with only a pointer has no procedure
+
+
 def test_the_procedure_comes_second_and_the_last_source_leaves() -> None:
     """Second, where the answer goes on with its steps (`service.generate.select`), moved
     there when it was a lower source already."""

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from service.answerability import action_terms, content_terms
-from service.text.instructions import asks_how, is_step
+from service.text.instructions import asks_how, is_step, points_to_link
 
 pytestmark = pytest.mark.unit
 
@@ -138,3 +138,22 @@ def test_hindi_you_have_to_is_a_step() -> None:
     assert is_step("headers घोषित करने के लिए, आपको `Header` का उपयोग करना होगा।")
     assert is_step("आपको यह जानना चाहिए।")
     assert not is_step("आपको कोई फ़र्क नहीं पड़ता।")
+
+
+@pytest.mark.parametrize(
+    ("unit", "points"),
+    [
+        (
+            "अगर आप binary data stream करना चाहते हैं, तो advanced guide देखें: "
+            "[Data Stream करें](../advanced/stream-data.md).",
+            True,
+        ),
+        ("Read more about it in the [FastAPI docs](https://fastapi.tiangolo.com/).", True),
+        ("Check the [MDN documentation](https://developer.mozilla.org/) for details.", True),
+        ("अगर आप advanced guide देखें तो आपको सब मिलेगा।", False),  # no link to go to
+        ("Import `StaticFiles` from [Starlette](https://www.starlette.io/).", False),  # a step
+        ("* Read [the docs](docs.md)\n* See [the API](api.md)", False),  # a block
+    ],
+)
+def test_a_unit_points_to_a_link_to_read_or_see(unit: str, points: bool) -> None:
+    assert points_to_link(unit) is points
