@@ -12,9 +12,10 @@ it recognise them.
   …") or a second-person recipe ("You can/need to/should … use …"). Hindi: a polite imperative
   that ends a main clause ("… import करें।", "… बनाएँ:", "… कीजिए।"; not after "कि"/"ताकि",
   where the same form is a subjunctive), "आप … कर सकते हैं" (you can) or "आपको … करना होगा"
-  (you have to). A list whose first
-  item and at least half of its items are instructions is a list of steps (a feature list
-  with one "click करें" in it is not).
+  (you have to); in either language a purpose clause and "you use" ("To declare a request
+  body, you use Pydantic models.", "middleware बनाने के लिए आप … का उपयोग करते हैं।"). A list
+  whose first item and at least half of its items are instructions is a list of steps (a
+  feature list with one "click करें" in it is not).
   Other scripts: no test here (never a step), so their questions select as before.
 """
 
@@ -115,6 +116,16 @@ _HI_YOU_MUST = regex.compile(
     r"(?:होगा|होता\s+है|है|चाहिए|पड़ेगा|पड़ता\s+है)"
 )
 """"आपको … करना होगा / चाहिए" (you have to, you should): Hindi's "You need to …"."""
+_HI_TO_DO_YOU_USE = regex.compile(
+    r"(?:के\s+लिए|हेतु),?\s+(?:आप|हम)(?![\p{L}\p{M}]).*(?:उपयोग|इस्तेमाल|प्रयोग)\s+करते\s+हैं\W*$"
+)
+""""X करने के लिए आप Y का उपयोग करते हैं" (to do X, you use Y): how documentation states a
+procedure ("middleware बनाने के लिए आप … decorator `@app.middleware("http")` का उपयोग करते हैं।")."""
+_TO_DO_YOU_USE = regex.compile(
+    r"^to\s[^,;:.!?]{1,100},\s*(?:you|we)\s+(?:use|call|add|declare|create|import)\b",
+    regex.IGNORECASE,
+)
+""""To declare a request body, you use Pydantic models.": the same in English."""
 
 
 def _opens_with_step(text: str) -> bool:
@@ -127,7 +138,7 @@ def _opens_with_step(text: str) -> bool:
 
 
 def _english_step(text: str) -> bool:
-    if _opens_with_step(text):
+    if _opens_with_step(text) or _TO_DO_YOU_USE.match(text) is not None:
         return True
     m = _CLAUSE.match(text)
     return m is not None and _opens_with_step(text[m.end() :])
@@ -150,7 +161,11 @@ def _hindi_step(text: str) -> bool:
         if _HI_SUBORDINATE.search(clause) is None:
             return True
     you_can = _HI_YOU_CAN.search(text) is not None and _HI_POINTS_ELSEWHERE.search(text) is None
-    return you_can or _HI_YOU_MUST.search(text) is not None
+    return (
+        you_can
+        or _HI_YOU_MUST.search(text) is not None
+        or _HI_TO_DO_YOU_USE.search(text) is not None
+    )
 
 
 @memo_text

@@ -287,3 +287,51 @@ async def test_a_step_that_only_points_to_a_link_is_not_the_procedure(
     body = resp.json()
     assert body["abstained"] is False, body
     assert "EventSourceResponse" in body["answer"], body["answer"]
+
+
+STATED_PAGE = "hi/docs/tutorial/middleware.md"
+STATED_QUESTION = "मिडलवेयर क्या है और इसे कैसे बनाएं?"
+STATED = """# Middleware
+
+आप **FastAPI** applications में middleware जोड़ सकते हैं।
+
+## Middleware बनाएं
+
+middleware बनाने के लिए आप किसी function के ऊपर decorator `@app.middleware("http")` का
+उपयोग करते हैं। middleware function को `request` और एक function `call_next` मिलता है।
+
+## Request के बारे में
+
+आप `from starlette.requests import Request` भी उपयोग कर सकते हैं। **FastAPI** इसे आपकी सुविधा
+के लिए प्रदान करता है, लेकिन यह सीधे Starlette से आता है।
+
+## कई middleware का execution order
+
+जब आप `@app.middleware()` decorator या `app.add_middleware()` method का उपयोग करके कई
+middleware जोड़ते हैं, तो हर नया middleware application को wrap करता है, जिससे एक stack बनता
+है। जो middleware अंत में जोड़ा जाता है वह outermost होता है।
+"""
+
+
+@pytest.fixture(scope="module")
+async def stated_tenant(runtime: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    root = tmp_path_factory.mktemp("stated")
+    await index_pages(runtime, "procedure-stated", root, {STATED_PAGE: STATED})
+    return "procedure-stated"
+
+
+async def test_to_do_it_you_use_is_the_procedure(
+    http: httpx.AsyncClient, runtime: Any, stated_tenant: str
+) -> None:
+    """ "middleware बनाने के लिए आप … का उपयोग करते हैं" (to make a middleware, you use …) states
+    the procedure without an imperative; the answer quotes it."""
+    key = await make_key(runtime, stated_tenant, "uma", [])
+    resp = await http.post(
+        "/v1/answer",
+        json={"query": STATED_QUESTION, "stream": False, "top_k": 2},
+        headers=auth(key),
+    )
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert body["abstained"] is False, body
+    assert '`@app.middleware("http")`' in body["answer"], body["answer"]

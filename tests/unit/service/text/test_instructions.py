@@ -59,6 +59,11 @@ def test_not_how_questions(question: str) -> None:
         "आप `CORSMiddleware` का उपयोग करके इसे अपनी application में configure कर सकते हैं।",
         "अगर आपको files चाहिए, तो `File` import करें।",
         "* `CORSMiddleware` import करें।\n* allowed origins की एक list बनाएँ।",
+        # to do it, you use: a procedure stated without an imperative
+        'middleware बनाने के लिए आप किसी function के ऊपर decorator `@app.middleware("http")` का '
+        "उपयोग करते हैं।",
+        "ऐसा करने के लिए हम `exclude_unset=True` इस्तेमाल करते हैं।",
+        "To declare a request body, you use Pydantic models.",
     ],
 )
 def test_steps(unit: str) -> None:
@@ -77,6 +82,8 @@ def test_steps(unit: str) -> None:
         "The tower was built in 1889.",
         "* Credentials (Authorization headers, Cookies, etc).\n* Specific HTTP methods.",
         "भले ही वे सभी `localhost` में हों, वे अलग-अलग protocols का उपयोग करते हैं।",
+        "कई applications middleware का उपयोग करते हैं।",  # "use" with no purpose clause
+        "The tower, to be sure, was built in 1889.",
         "ये `OPTIONS` request होते हैं जिनमें `Origin` header होता है।",
         "यह code application के शुरू होने से पहले execute होगा।",
         "Python में यह सब उन्हें।",
