@@ -17,7 +17,7 @@ from service.answerability import model_version as answerability_version
 from service.config import Settings
 from service.index.filters import FilterSpec
 
-PIPELINE_VERSION = "17"  # 17: "to X, you use"; 16: no pointer procedure; 15: procedure steps
+PIPELINE_VERSION = "18"  # 18: what it does; 17: "to X, you use"; 16: no pointer procedure
 """Bump when retrieval or answer code changes what it returns for the same inputs."""
 
 

@@ -15,7 +15,7 @@ from service.answerability import action_terms, content_keys, content_terms
 from service.generate.breaker import CircuitBreaker
 from service.generate.protocol import GenerationRecord, Passage, TokenStream
 from service.generate.select import select
-from service.text.instructions import asks_how
+from service.text.instructions import asks_how, asks_what
 from service.text.markdown import is_block
 
 NO_ANSWER = "The sources do not answer this question."
@@ -29,7 +29,7 @@ def pick_sentences(question: str, passages: Sequence[Passage], limit: int) -> li
     terms = content_terms(question)
     if how:  # the action asked for is a term, as English keeps "create": "… token बनाएँ।"
         terms |= action_terms(question)
-    return select(terms, passages, limit, content_keys(question), how=how)
+    return select(terms, passages, limit, content_keys(question), how=how, what=asks_what(question))
 
 
 def render(picked: Sequence[tuple[str, str]]) -> str:

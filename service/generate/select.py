@@ -23,6 +23,10 @@ A chosen sentence that carries on from the one before it ("And then you can set 
 alone it points at something the answer never says. A chosen sentence that ends in a colon
 ("Import `File` and `UploadFile` from `fastapi`:") is quoted with the unit that follows it (the
 steps, list or code it introduces): alone it promises something the answer never gives.
+For a question that asks what something is or does (`asks_what`), a chosen sentence is quoted
+with the sentence after it when that one refers back ("For that, you can use
+`jsonable_encoder`." and then "It receives an object … and returns a JSON compatible
+version."): what the thing does is said there.
 Steps that follow each other in a passage are quoted in the passage's order.
 """
 
@@ -137,6 +141,7 @@ def select(
     limit: int,
     keys: Mapping[str, str] | None = None,
     how: bool = False,
+    what: bool = False,
 ) -> list[tuple[str, str]]:
     """(sentence, source id) pairs that answer, in the order chosen (a run of steps in its
     page's order), at most `limit` units chosen (a unit's context comes with it). `how`:
@@ -190,7 +195,7 @@ def select(
             break
     if how and chosen:
         _go_on_with_steps(chosen, cands, taken, question_terms, limit)
-    return [(c.text, c.source) for c in in_reading_order(with_context(chosen, cands))]
+    return [(c.text, c.source) for c in in_reading_order(with_context(chosen, cands, what))]
 
 
 def _go_on_with_steps(
@@ -245,10 +250,13 @@ def _step_at(cands: Sequence[Candidate], taken: set[int], rank: int, pos: int) -
     )
 
 
-def with_context(chosen: Sequence[Candidate], cands: Sequence[Candidate]) -> list[Candidate]:
+def with_context(
+    chosen: Sequence[Candidate], cands: Sequence[Candidate], what: bool = False
+) -> list[Candidate]:
     """`chosen`, each sentence that `carries_on` preceded by the prose sentence before it in its
     passage, and each sentence that `introduces` followed by the unit after it in its passage
-    (a list, a code block or a sentence); each unit once, unless chosen itself."""
+    (a list, a code block or a sentence), as is each unit of a `what` answer whose next
+    sentence `carries_on`; each unit once, unless chosen itself."""
     at = {(c.rank, c.pos): c for c in cands}
     seen = {(c.rank, c.pos) for c in chosen}
     out: list[Candidate] = []
@@ -264,7 +272,11 @@ def with_context(chosen: Sequence[Candidate], cands: Sequence[Candidate]) -> lis
             seen.add((before.rank, before.pos))
         out.append(c)
         after = at.get((c.rank, c.pos + 1))
-        if after is not None and (after.rank, after.pos) not in seen and introduces(c.text):
+        if (
+            after is not None
+            and (after.rank, after.pos) not in seen
+            and (introduces(c.text) or (what and carries_on(after.text)))
+        ):
             out.append(after)
             seen.add((after.rank, after.pos))
     return out

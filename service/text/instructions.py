@@ -8,6 +8,8 @@ it recognise them.
 
 - `asks_how`: English "how" (not "how many/much/long/…"), Hindi "कैसे"/"किस तरह", Hinglish
   "kaise", and the other Indic languages' "how" as questions write it.
+- `asks_what`: English "what is/are/does", Hindi "क्या है/करता है/…", Hinglish "kya hai/…": a
+  question for what something is or does (its answer goes on with the sentence that says so).
 - `is_step`: an instruction. English: an imperative ("Import …", "Then, create …", "To …, use
   …") or a second-person recipe ("You can/need to/should … use …"). Hindi: a polite imperative
   that ends a main clause ("… import करें।", "… बनाएँ:", "… कीजिए।"; not after "कि"/"ताकि",
@@ -57,6 +59,21 @@ def points_to_link(unit: str) -> bool:
     return (
         not is_block(unit) and _LINKED.search(unit) is not None and _POINTS.search(unit) is not None
     )
+
+
+_WHAT_EN = regex.compile(r"\bwhat(?:\s+(?:is|are|does|do)\b|'s\b)", regex.IGNORECASE)
+_WHAT_INDIC = regex.compile(
+    r"(?<![\p{L}\p{M}])(?:क्या\s+(?:है|हैं|होता|होती|होते|करता|करती|करते)|किसे\s+कहते"
+    r"|kya\s+(?:hai|hain|hota|hoti|hote|karta|karti|karte))(?![\p{L}\p{M}])",
+    regex.IGNORECASE,
+)
+
+
+def asks_what(question: str) -> bool:
+    """The question asks what something is or does ("What is middleware?", "jsonable_encoder
+    क्या करता है?", "yield wali dependency kya hai?"); Hindi's "क्या" opening a yes/no question
+    ("क्या FastAPI async है?") does not."""
+    return _WHAT_EN.search(question) is not None or _WHAT_INDIC.search(question) is not None
 
 
 STEP_VERBS = frozenset(

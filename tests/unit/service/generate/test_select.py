@@ -324,6 +324,24 @@ def test_a_how_answer_goes_on_with_the_steps_of_the_second_passage() -> None:
     ]
 
 
+def test_a_what_answer_takes_the_sentence_that_says_what_it_does() -> None:
+    """ "What does X do?": the sentence naming X is quoted with the one after it that refers
+    back to it ("It receives …"); another question does not take it, nor a sentence that does
+    not refer back."""
+    text = (
+        "A database may not accept a Pydantic model. For that, you can use `jsonable_encoder`. "
+        "It receives an object and returns a JSON compatible version. Databases differ."
+    )
+    page = [Passage(id="S1", title="JSON Compatible Encoder", text=text)]
+    what = [s for s, _ in pick_sentences("What does jsonable_encoder do?", page, 3)]
+    assert what == [
+        "For that, you can use `jsonable_encoder`.",
+        "It receives an object and returns a JSON compatible version.",
+    ]
+    which = [s for s, _ in pick_sentences("Which function is jsonable_encoder?", page, 3)]
+    assert which == ["For that, you can use `jsonable_encoder`."]
+
+
 def test_the_same_passage_without_how_stops_when_covered() -> None:
     """Steps count only for a question that asks how: "what is" is answered by a definition."""
     picked = pick_sentences("What is a cookie?", [Passage(id="S1", title="", text=COOKIE_STEPS)], 3)

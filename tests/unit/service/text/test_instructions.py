@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from service.answerability import action_terms, content_terms
-from service.text.instructions import asks_how, is_step, points_to_link
+from service.text.instructions import asks_how, asks_what, is_step, points_to_link
 
 pytestmark = pytest.mark.unit
 
@@ -164,3 +164,21 @@ def test_hindi_you_have_to_is_a_step() -> None:
 )
 def test_a_unit_points_to_a_link_to_read_or_see(unit: str, points: bool) -> None:
     assert points_to_link(unit) is points
+
+
+@pytest.mark.parametrize(
+    ("question", "what"),
+    [
+        ("What is middleware?", True),
+        ("What does jsonable_encoder do?", True),
+        ("What's a dependency?", True),
+        ("yield वाली dependency क्या है?", True),
+        ("jsonable_encoder क्या करता है?", True),
+        ("Middleware kya hota hai?", True),
+        ("क्या FastAPI async है?", False),  # "क्या" opening a yes/no question
+        ("How do I enable CORS?", False),
+        ("Whatever works?", False),
+    ],
+)
+def test_questions_for_what_something_is_or_does(question: str, what: bool) -> None:
+    assert asks_what(question) is what
