@@ -41,7 +41,7 @@ import regex
 
 from service.generate.protocol import Passage
 from service.index.protocol import NO_SCORE
-from service.text.instructions import is_step
+from service.text.instructions import is_step, records_change
 from service.text.markdown import is_block, said, units
 from service.text.term_lists import introduces, term_list_flags
 from service.text.terms import held_terms
@@ -111,8 +111,8 @@ def candidates(
         sims = p.sentence_scores if len(p.sentence_scores) == len(found) else []
         listed = term_list_flags(found)
         for pos, sent in enumerate(found):
-            if listed[pos]:  # a glossary's words say nothing about them
-                continue
+            if listed[pos] or (steps and records_change(sent)):
+                continue  # a glossary's words say nothing about them; a changelog, not how
             sim = sims[pos] if sims and sims[pos] > NO_SCORE else None
             out.append(
                 Candidate(

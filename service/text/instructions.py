@@ -17,7 +17,8 @@ it recognise them.
   (you have to); in either language a purpose clause and "you use" ("To declare a request
   body, you use Pydantic models.", "middleware बनाने के लिए आप … का उपयोग करते हैं।"). A list
   whose first item and at least half of its items are instructions is a list of steps (a
-  feature list with one "click करें" in it is not).
+  feature list with one "click करें" in it is not). A changelog entry, which cites its pull
+  request, issue or commit ("* Update … PR #52"), is none.
   Other scripts: no test here (never a step), so their questions select as before.
 """
 
@@ -197,8 +198,25 @@ def is_step(unit: str) -> bool:
     return _says_step(said(unit).strip())
 
 
+_CITES_CHANGE = regex.compile(
+    r"(?:/(?:pull|pulls|issues|merge_requests|commit|commits)/[0-9a-f]+\b"
+    r"|(?<![\w#])(?:PR|pull\s+request|issue)\s*\[?#\d+|\(#\d+\))",
+    regex.IGNORECASE,
+)
+"""A changelog entry cites the pull request, issue or commit it records ("* Update [SQL
+tutorial …](…). PR [#52](https://github.com/…/pull/52)."): an imperative by its form ("Add",
+"Fix", "Update"), it says what changed, not what to do."""
+
+
+def records_change(unit: str) -> bool:
+    """A changelog entry, or a list of them (at least half of its items cite a change)."""
+    items = [said(i) for i in list_items(unit)] if is_block(unit) else [said(unit)]
+    cited = sum(_CITES_CHANGE.search(i) is not None for i in items)
+    return cited > 0 and 2 * cited >= len(items)
+
+
 def _says_step(text: str) -> bool:
-    if not text:
+    if not text or _CITES_CHANGE.search(text) is not None:
         return False
     if has_devanagari(text):
         return _hindi_step(text)

@@ -499,3 +499,18 @@ def test_a_word_list_is_never_quoted_but_an_introduced_list_is() -> None:
     )
     picked = pick_sentences("Which types can I use?", [types], 3)
     assert ("* `int`\n* `float`\n* `bool`", "S1") in picked
+
+
+def test_a_how_answer_never_quotes_a_changelog_entry() -> None:
+    """Release notes say when something changed, not how to do it; a question about a change
+    may still be answered from them."""
+    notes = Passage(
+        id="S1",
+        title="Release Notes › 0.6.2",
+        text="* Add a SQL database example to the docs. PR [#48](https://github.com/o/r/pull/48).",
+    )
+    guide = Passage(id="S2", title="SQL", text="Import `SQLModel` and create a SQL database model.")
+    how = pick_sentences("How do I add a SQL database?", [notes, guide], 3)
+    assert all(sid == "S2" for _, sid in how), how
+    when = pick_sentences("When was a SQL database example added to the docs?", [notes], 3)
+    assert [sid for _, sid in when] == ["S1"]

@@ -83,6 +83,11 @@ def test_steps(unit: str) -> None:
         "* Credentials (Authorization headers, Cookies, etc).\n* Specific HTTP methods.",
         "भले ही वे सभी `localhost` में हों, वे अलग-अलग protocols का उपयोग करते हैं।",
         "कई applications middleware का उपयोग करते हैं।",  # "use" with no purpose clause
+        # changelog entries: imperative by their form, records of a change
+        "* Update [SQL tutorial with SQLAlchemy](https://fastapi.tiangolo.com/tutorial/sql/). "
+        "PR [#52](https://github.com/tiangolo/fastapi/pull/52).",
+        "* ✨ Add support for `Form` models. PR [#1](https://github.com/org/repo/pull/1).",
+        "Fix the parser for nested lists (#1234).",
         "The tower, to be sure, was built in 1889.",
         "ये `OPTIONS` request होते हैं जिनमें `Origin` header होता है।",
         "यह code application के शुरू होने से पहले execute होगा।",
