@@ -210,6 +210,8 @@ tutorial …](…). PR [#52](https://github.com/…/pull/52)."): an imperative b
 
 def records_change(unit: str) -> bool:
     """A changelog entry, or a list of them (at least half of its items cite a change)."""
+    if "#" not in unit and "/" not in unit:  # no reference to a change: most units
+        return False
     items = [said(i) for i in list_items(unit)] if is_block(unit) else [said(unit)]
     cited = sum(_CITES_CHANGE.search(i) is not None for i in items)
     return cited > 0 and 2 * cited >= len(items)

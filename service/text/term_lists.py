@@ -14,6 +14,8 @@ ending in a colon ("When using any of:" and then `Path()`, `Query()`, …; "आ�
 
 from __future__ import annotations
 
+import re
+
 import regex
 
 from service.text.markdown import is_block, list_items, said, units
@@ -57,9 +59,16 @@ def term_list_flags(found: list[str]) -> list[bool]:
     return [is_term_list(u, found[k - 1] if k else None) for k, u in enumerate(found)]
 
 
+_ANY_ITEM = re.compile(r"^[ \t]*(?:[-*+]|\d{1,3}[.)])\s", re.MULTILINE)
+"""A line that opens a list item (the stdlib engine: ~4x faster here than `regex`'s, which
+backtracks over a leading whitespace class across lines)."""
+
+
 @memo_text
 def mostly_term_lists(text: str) -> bool:
     """At least `MOSTLY` of what the text says is in term lists."""
+    if _ANY_ITEM.search(text) is None:  # no list at all: most passages, found at once
+        return False
     found = units(text)
     sizes = [len(said(u)) for u in found]
     listed = sum(s for s, flag in zip(sizes, term_list_flags(found), strict=True) if flag)
