@@ -208,17 +208,26 @@ tutorial …](…). PR [#52](https://github.com/…/pull/52)."): an imperative b
 "Fix", "Update"), it says what changed, not what to do."""
 
 
+_LIST_ITEM = regex.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s")
+
+
+def _is_entry(item: str) -> bool:
+    """A list item that cites a change (a prose sentence that mentions an issue is no entry:
+    "To work around it, pass `--no-cache` (see #123).")."""
+    return _LIST_ITEM.match(item) is not None and _CITES_CHANGE.search(item) is not None
+
+
 def records_change(unit: str) -> bool:
     """A changelog entry, or a list of them (at least half of its items cite a change)."""
     if "#" not in unit and "/" not in unit:  # no reference to a change: most units
         return False
-    items = [said(i) for i in list_items(unit)] if is_block(unit) else [said(unit)]
-    cited = sum(_CITES_CHANGE.search(i) is not None for i in items)
+    items = [said(i) for i in list_items(unit)]
+    cited = sum(_is_entry(i) for i in items)
     return cited > 0 and 2 * cited >= len(items)
 
 
 def _says_step(text: str) -> bool:
-    if not text or _CITES_CHANGE.search(text) is not None:
+    if not text or _is_entry(text):
         return False
     if has_devanagari(text):
         return _hindi_step(text)

@@ -59,6 +59,7 @@ def test_not_how_questions(question: str) -> None:
         "आप `CORSMiddleware` का उपयोग करके इसे अपनी application में configure कर सकते हैं।",
         "अगर आपको files चाहिए, तो `File` import करें।",
         "* `CORSMiddleware` import करें।\n* allowed origins की एक list बनाएँ।",
+        "To work around it, pass `--no-cache` (see issue #123).",  # mentions an issue: prose
         # to do it, you use: a procedure stated without an imperative
         'middleware बनाने के लिए आप किसी function के ऊपर decorator `@app.middleware("http")` का '
         "उपयोग करते हैं।",
@@ -87,7 +88,7 @@ def test_steps(unit: str) -> None:
         "* Update [SQL tutorial with SQLAlchemy](https://fastapi.tiangolo.com/tutorial/sql/). "
         "PR [#52](https://github.com/tiangolo/fastapi/pull/52).",
         "* ✨ Add support for `Form` models. PR [#1](https://github.com/org/repo/pull/1).",
-        "Fix the parser for nested lists (#1234).",
+        "- Fix the parser for nested lists (#1234).",
         "The tower, to be sure, was built in 1889.",
         "ये `OPTIONS` request होते हैं जिनमें `Origin` header होता है।",
         "यह code application के शुरू होने से पहले execute होगा।",
