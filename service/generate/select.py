@@ -43,7 +43,7 @@ from service.generate.protocol import Passage
 from service.index.protocol import NO_SCORE
 from service.text.instructions import is_step, records_change
 from service.text.markdown import is_block, said, units
-from service.text.term_lists import introduces, term_list_flags
+from service.text.term_lists import introduces, is_term_list, mostly_term_lists
 from service.text.terms import held_terms
 
 PASSAGE_PRIOR = 0.6
@@ -109,10 +109,12 @@ def candidates(
     for rank, p in enumerate(passages):
         found = units(p.text)
         sims = p.sentence_scores if len(p.sentence_scores) == len(found) else []
-        listed = term_list_flags(found)
+        words_only = mostly_term_lists(p.text)
         for pos, sent in enumerate(found):
-            if listed[pos] or (steps and records_change(sent)):
-                continue  # a glossary's words say nothing about them; a changelog, not how
+            if words_only and is_term_list(sent, found[pos - 1] if pos else None):
+                continue  # a word list's terms say nothing about them
+            if steps and records_change(sent):
+                continue  # a changelog says what changed, not how
             sim = sims[pos] if sims and sims[pos] > NO_SCORE else None
             out.append(
                 Candidate(

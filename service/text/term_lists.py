@@ -7,9 +7,12 @@ holds the words of any question that names them ("रिस्पॉन्स �
 back; ranked first, its page is taken for the question's page.
 
 A list is a term list when it has at least two items, each a bare term (at most `TERM_WORDS`
-words, no sentence end, no link) and no sentence introduces it: a list right after a sentence
+words, no sentence end, no link), and no sentence introduces it: a list right after a sentence
 ending in a colon ("When using any of:" and then `Path()`, `Query()`, …; "आप उदाहरण के लिए
-उपयोग कर सकते हैं:" and then `int`, `float`, …) is what that sentence says, an answer's list.
+उपयोग कर सकते हैं:" and then `int`, `float`, …) is what that sentence says, an answer's list. A
+passage is a word list when it is mostly term lists, two or more of them: a glossary is list
+after list, while one bare list under a heading ("## Supported databases", then "* PostgreSQL",
+"* MySQL") is that section's answer.
 """
 
 from __future__ import annotations
@@ -24,7 +27,10 @@ from service.text.memo import memo_text
 TERM_WORDS = 4
 """Most words of a bare term ("सुरक्षा स्कीम", "the startup event", "`Depends`")."""
 MOSTLY = 0.5
-"""Share of what a passage says, in term lists, from which it is a term list itself."""
+"""Share of what a passage says, in term lists, from which it is a word list itself."""
+LISTS = 2
+"""Term lists a word list holds at least: a glossary is list after list; one bare list under a
+heading ("## Supported databases", then "* PostgreSQL", "* MySQL") is that section's answer."""
 
 _ITEM = regex.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
 _ENDS = regex.compile(r"[.!?।॥:;]\W{0,3}$")
@@ -66,10 +72,13 @@ backtracks over a leading whitespace class across lines)."""
 
 @memo_text
 def mostly_term_lists(text: str) -> bool:
-    """At least `MOSTLY` of what the text says is in term lists."""
+    """A word list: at least `LISTS` term lists, holding at least `MOSTLY` of what the text says."""
     if _ANY_ITEM.search(text) is None:  # no list at all: most passages, found at once
         return False
     found = units(text)
+    flags = term_list_flags(found)
+    if sum(flags) < LISTS:
+        return False
     sizes = [len(said(u)) for u in found]
-    listed = sum(s for s, flag in zip(sizes, term_list_flags(found), strict=True) if flag)
-    return listed > 0 and listed >= MOSTLY * sum(sizes)
+    listed = sum(s for s, flag in zip(sizes, flags, strict=True) if flag)
+    return listed >= MOSTLY * sum(sizes)

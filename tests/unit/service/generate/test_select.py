@@ -486,7 +486,9 @@ def test_a_procedure_reads_top_down_even_when_a_later_step_was_chosen_first() ->
 def test_a_word_list_is_never_quoted_but_an_introduced_list_is() -> None:
     """A glossary's words are the question's words back; a list a sentence introduces is what
     that sentence says."""
-    glossary = Passage(id="S1", title="", text="* टास्क\n* बैकग्राउंड टास्क\n* टास्क फ़ंक्शन")
+    glossary = Passage(
+        id="S1", title="", text="* टास्क\n* बैकग्राउंड टास्क\n* टास्क फ़ंक्शन\n\n* सुरक्षा\n* सुरक्षा स्कीम"
+    )
     page = Passage(
         id="S2",
         title="",
@@ -499,6 +501,12 @@ def test_a_word_list_is_never_quoted_but_an_introduced_list_is() -> None:
     )
     picked = pick_sentences("Which types can I use?", [types], 3)
     assert ("* `int`\n* `float`\n* `bool`", "S1") in picked
+    # one bare list under its heading is that section's answer, not a word list
+    section = Passage(
+        id="S1", title="Databases › Supported databases", text="* PostgreSQL\n* MySQL\n* SQLite"
+    )
+    picked = pick_sentences("Which databases are supported: PostgreSQL?", [section], 3)
+    assert picked == [("* PostgreSQL\n* MySQL\n* SQLite", "S1")]
 
 
 def test_a_how_answer_never_quotes_a_changelog_entry() -> None:

@@ -38,7 +38,7 @@ def test_what_a_list_says_is_no_term_list(unit: str, before: str | None) -> None
     assert not is_term_list(unit, before)
 
 
-def test_a_passage_is_a_term_list_when_most_of_what_it_says_is() -> None:
+def test_a_passage_is_a_word_list_when_it_is_mostly_term_lists_two_or_more() -> None:
     glossary = f"## शब्द\n\n* सुरक्षा\n* सुरक्षा स्कीम\n\n{GLOSSARY}\n"
     assert mostly_term_lists(glossary)
     prose = (
@@ -46,6 +46,7 @@ def test_a_passage_is_a_term_list_when_most_of_what_it_says_is() -> None:
         "background task के रूप में चलाने के लिए एक function बनाएँ।\n\n" + GLOSSARY
     )
     assert not mostly_term_lists(prose)
+    assert not mostly_term_lists(GLOSSARY)  # one bare list (under its heading) is an answer
     introduced = "You can use, for example:\n\n* `int`\n* `float`\n* `bool`\n* `bytes`\n"
     assert not mostly_term_lists(introduced)
     assert term_list_flags(units(introduced)) == [False, False]
