@@ -10,9 +10,9 @@ A list is a term list when it has at least two items, each a bare term (at most 
 words, no sentence end, no link), and no sentence introduces it: a list right after a sentence
 ending in a colon ("When using any of:" and then `Path()`, `Query()`, …; "आप उदाहरण के लिए
 उपयोग कर सकते हैं:" and then `int`, `float`, …) is what that sentence says, an answer's list. A
-passage is a word list when it is mostly term lists, two or more of them: a glossary is list
-after list, while one bare list under a heading ("## Supported databases", then "* PostgreSQL",
-"* MySQL") is that section's answer.
+passage is a word list when it is mostly term lists, two or more of them or a dozen terms: a
+glossary is list after list, or one long list, while a short bare list under a heading ("##
+Supported databases", then "* PostgreSQL", "* MySQL") is that section's answer.
 """
 
 from __future__ import annotations
@@ -29,7 +29,9 @@ TERM_WORDS = 4
 MOSTLY = 0.5
 """Share of what a passage says, in term lists, from which it is a word list itself."""
 LISTS = 2
-"""Term lists a word list holds at least: a glossary is list after list; one bare list under a
+TERMS = 12
+"""A word list holds at least `LISTS` term lists or `TERMS` bare terms: a glossary is list
+after list, or one long list (43 terms in a chunk of FastAPI's); a short bare list under a
 heading ("## Supported databases", then "* PostgreSQL", "* MySQL") is that section's answer."""
 
 _ITEM = regex.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
@@ -72,12 +74,13 @@ backtracks over a leading whitespace class across lines)."""
 
 @memo_text
 def mostly_term_lists(text: str) -> bool:
-    """A word list: at least `LISTS` term lists, holding at least `MOSTLY` of what the text says."""
+    """A word list: `LISTS` term lists or `TERMS` bare terms, and `MOSTLY` of what it says."""
     if _ANY_ITEM.search(text) is None:  # no list at all: most passages, found at once
         return False
     found = units(text)
     flags = term_list_flags(found)
-    if sum(flags) < LISTS:
+    terms = sum(len(list_items(u)) for u, flag in zip(found, flags, strict=True) if flag)
+    if sum(flags) < LISTS and terms < TERMS:
         return False
     sizes = [len(said(u)) for u in found]
     listed = sum(s for s, flag in zip(sizes, flags, strict=True) if flag)

@@ -46,7 +46,9 @@ def test_a_passage_is_a_word_list_when_it_is_mostly_term_lists_two_or_more() -> 
         "background task के रूप में चलाने के लिए एक function बनाएँ।\n\n" + GLOSSARY
     )
     assert not mostly_term_lists(prose)
-    assert not mostly_term_lists(GLOSSARY)  # one bare list (under its heading) is an answer
+    assert not mostly_term_lists(GLOSSARY)  # one short bare list (under its heading) is an answer
+    long_list = "\n".join(f"* term {i}" for i in range(12))
+    assert mostly_term_lists(long_list)  # one long list of bare terms is a word list
     introduced = "You can use, for example:\n\n* `int`\n* `float`\n* `bool`\n* `bytes`\n"
     assert not mostly_term_lists(introduced)
     assert term_list_flags(units(introduced)) == [False, False]
