@@ -49,11 +49,14 @@ def auth(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
-async def answered(client: httpx.AsyncClient, key: str, question: str) -> dict[str, Any]:
+async def answered(
+    client: httpx.AsyncClient, key: str, question: str, top_k: int | None = None
+) -> dict[str, Any]:
     """A whole answer (`stream: false`) over HTTP, which must not be an abstention."""
-    resp = await client.post(
-        "/v1/answer", json={"query": question, "stream": False}, headers=auth(key)
-    )
+    body_in: dict[str, Any] = {"query": question, "stream": False}
+    if top_k is not None:
+        body_in["top_k"] = top_k
+    resp = await client.post("/v1/answer", json=body_in, headers=auth(key))
     assert resp.status_code == 200, resp.text
     body: dict[str, Any] = resp.json()
     assert body["abstained"] is False, body

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.helpers import auth, index_pages, make_key
+from tests.helpers import answered, auth, index_pages, make_key
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
@@ -167,25 +167,13 @@ Then pass your task function to the background tasks object with the method `.ad
 """
 
 
-@pytest.fixture(scope="module")
-async def covered_tenant(runtime: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
-    root = tmp_path_factory.mktemp("covered")
-    await index_pages(runtime, "procedure-covered", root, {COVERED_PAGE: COVERED})
-    return "procedure-covered"
-
-
 async def test_an_answer_that_names_the_tool_goes_on_with_the_steps(
-    http: httpx.AsyncClient, runtime: Any, covered_tenant: str
+    http: httpx.AsyncClient, runtime: Any, one_page: dict[str, str]
 ) -> None:
     """The page's first sentence holds every word of the question and names the tool; the
     answer does not stop there but quotes the steps that follow."""
-    key = await make_key(runtime, covered_tenant, "uma", [])
-    resp = await http.post(
-        "/v1/answer", json={"query": COVERED_QUESTION, "stream": False}, headers=auth(key)
-    )
-    assert resp.status_code == 200, resp.text
-    body = resp.json()
-    assert body["abstained"] is False, body
+    key = await make_key(runtime, one_page["covered"], "uma", [])
+    body = await answered(http, key, COVERED_QUESTION)
     assert "define background tasks" in body["answer"], body["answer"]
     assert "import `BackgroundTasks`" in body["answer"], body["answer"]
 
@@ -210,33 +198,19 @@ be interpreted as a query parameter. A header parameter is read like a query par
 """
 
 
-@pytest.fixture(scope="module")
-async def header_tenant(runtime: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
-    root = tmp_path_factory.mktemp("header")
-    await index_pages(runtime, "procedure-header", root, {HEADER_PAGE: HEADER})
-    return "procedure-header"
-
-
 async def test_an_answer_goes_on_with_the_steps_of_its_page_s_procedure(
-    http: httpx.AsyncClient, runtime: Any, header_tenant: str
+    http: httpx.AsyncClient, runtime: Any, one_page: dict[str, str]
 ) -> None:
     """The section that ranks first covers the question in one sentence; the page's procedure
     (its first step, two sections above, no neighbour of it) is the second source, and the
     answer goes on with its step."""
-    key = await make_key(runtime, header_tenant, "uma", [])
+    key = await make_key(runtime, one_page["header"], "uma", [])
     resp = await http.post(
         "/v1/search", json={"query": HEADER_QUESTION, "top_k": 1}, headers=auth(key)
     )
     assert resp.status_code == 200, resp.text
     assert "To read a header parameter" in resp.json()["results"][0]["text"]  # the premise
-    resp = await http.post(
-        "/v1/answer",
-        json={"query": HEADER_QUESTION, "stream": False, "top_k": 2},
-        headers=auth(key),
-    )
-    assert resp.status_code == 200, resp.text
-    body = resp.json()
-    assert body["abstained"] is False, body
+    body = await answered(http, key, HEADER_QUESTION, top_k=2)
     assert "you need to use `Header`" in body["answer"], body["answer"]
     assert "First import `Header` from `fastapi`." in body["answer"], body["answer"]
 
@@ -265,27 +239,13 @@ SSE stream करने के लिए, अपनी path operation function �
 """
 
 
-@pytest.fixture(scope="module")
-async def pointed_tenant(runtime: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
-    root = tmp_path_factory.mktemp("pointed")
-    await index_pages(runtime, "procedure-pointed", root, {POINTED_PAGE: POINTED})
-    return "procedure-pointed"
-
-
 async def test_a_step_that_only_points_to_a_link_is_not_the_procedure(
-    http: httpx.AsyncClient, runtime: Any, pointed_tenant: str
+    http: httpx.AsyncClient, runtime: Any, one_page: dict[str, str]
 ) -> None:
     """The first section holds "… तो advanced guide देखें: [link]", an instruction by its form
     that says where to read; the procedure is the section after it."""
-    key = await make_key(runtime, pointed_tenant, "uma", [])
-    resp = await http.post(
-        "/v1/answer",
-        json={"query": SSE_QUESTION, "stream": False, "top_k": 2},
-        headers=auth(key),
-    )
-    assert resp.status_code == 200, resp.text
-    body = resp.json()
-    assert body["abstained"] is False, body
+    key = await make_key(runtime, one_page["pointed"], "uma", [])
+    body = await answered(http, key, SSE_QUESTION, top_k=2)
     assert "EventSourceResponse" in body["answer"], body["answer"]
 
 
@@ -313,25 +273,30 @@ middleware जोड़ते हैं, तो हर नया middleware appl
 """
 
 
-@pytest.fixture(scope="module")
-async def stated_tenant(runtime: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
-    root = tmp_path_factory.mktemp("stated")
-    await index_pages(runtime, "procedure-stated", root, {STATED_PAGE: STATED})
-    return "procedure-stated"
-
-
 async def test_to_do_it_you_use_is_the_procedure(
-    http: httpx.AsyncClient, runtime: Any, stated_tenant: str
+    http: httpx.AsyncClient, runtime: Any, one_page: dict[str, str]
 ) -> None:
     """ "middleware बनाने के लिए आप … का उपयोग करते हैं" (to make a middleware, you use …) states
     the procedure without an imperative; the answer quotes it."""
-    key = await make_key(runtime, stated_tenant, "uma", [])
-    resp = await http.post(
-        "/v1/answer",
-        json={"query": STATED_QUESTION, "stream": False, "top_k": 2},
-        headers=auth(key),
-    )
-    assert resp.status_code == 200, resp.text
-    body = resp.json()
-    assert body["abstained"] is False, body
+    key = await make_key(runtime, one_page["stated"], "uma", [])
+    body = await answered(http, key, STATED_QUESTION, top_k=2)
     assert '`@app.middleware("http")`' in body["answer"], body["answer"]
+
+
+ONE_PAGE = {
+    "covered": (COVERED_PAGE, COVERED),
+    "header": (HEADER_PAGE, HEADER),
+    "pointed": (POINTED_PAGE, POINTED),
+    "stated": (STATED_PAGE, STATED),
+}
+
+
+@pytest.fixture(scope="module")
+async def one_page(runtime: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Each one-page case in a tenant of its own (`procedure-<case>`)."""
+    out = {}
+    for case, (page, text) in ONE_PAGE.items():
+        tenant = f"procedure-{case}"
+        await index_pages(runtime, tenant, tmp_path_factory.mktemp(case), {page: text})
+        out[case] = tenant
+    return out

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.helpers import auth, index_pages, make_key
+from tests.helpers import answered, index_pages, make_key
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
@@ -33,22 +33,12 @@ async def tenant(runtime: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
     return "what-docs"
 
 
-async def answer(http: httpx.AsyncClient, key: str, question: str) -> dict[str, Any]:
-    resp = await http.post(
-        "/v1/answer", json={"query": question, "stream": False}, headers=auth(key)
-    )
-    assert resp.status_code == 200, resp.text
-    body: dict[str, Any] = resp.json()
-    assert body["abstained"] is False, body
-    return body
-
-
 async def test_what_it_does_follows_the_sentence_that_names_it(
     http: httpx.AsyncClient, runtime: Any, tenant: str
 ) -> None:
     key = await make_key(runtime, tenant, "uma", [])
-    body = await answer(http, key, "jsonable_encoder क्या करता है?")
+    body = await answered(http, key, "jsonable_encoder क्या करता है?")
     assert "`jsonable_encoder` का उपयोग कर सकते हैं" in body["answer"], body["answer"]
     assert "JSON संगत version लौटाता है" in body["answer"], body["answer"]
-    body = await answer(http, key, "jsonable_encoder का उपयोग कैसे करें?")
+    body = await answered(http, key, "jsonable_encoder का उपयोग कैसे करें?")
     assert "JSON संगत version लौटाता है" not in body["answer"], body["answer"]
