@@ -48,7 +48,9 @@ def asks_how(question: str) -> bool:
 
 
 _POINTS = regex.compile(
-    r"(?<![\p{L}\p{M}])(?:read|see|check|learn|refer|visit|देख|पढ़|जान|सीख)", regex.IGNORECASE
+    r"(?<![\p{L}\p{M}])(?:(?:read|see|check|learn|refer|visit)(?![\p{L}\p{M}])"
+    r"|देख|पढ़|जान|सीख)",  # English words whole ("ready", "seems" are none); Hindi stems
+    regex.IGNORECASE,
 )
 _LINKED = regex.compile(r"\[[^\]\n]*\]\(|<https?://", regex.IGNORECASE)
 

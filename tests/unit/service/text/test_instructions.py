@@ -166,6 +166,7 @@ def test_hindi_you_have_to_is_a_step() -> None:
         ("अगर आप advanced guide देखें तो आपको सब मिलेगा।", False),  # no link to go to
         ("Import `StaticFiles` from [Starlette](https://www.starlette.io/).", False),  # a step
         ("* Read [the docs](docs.md)\n* See [the API](api.md)", False),  # a block
+        ("Once it is ready, run [the installer](install.md).", False),  # "ready" is no "read"
     ],
 )
 def test_a_unit_points_to_a_link_to_read_or_see(unit: str, points: bool) -> None:
