@@ -42,8 +42,8 @@ import regex
 from service.generate.protocol import Passage
 from service.index.protocol import NO_SCORE
 from service.text.instructions import is_step, records_change
-from service.text.markdown import is_block, said, units
-from service.text.term_lists import introduces, is_term_list, mostly_term_lists
+from service.text.markdown import introduces, is_block, said, units
+from service.text.term_lists import is_term_list, mostly_term_lists
 from service.text.terms import held_terms
 
 PASSAGE_PRIOR = 0.6

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import regex
 
-from service.text.markdown import is_block, list_items, said
+from service.text.markdown import is_block, is_list_item, list_items, said
 from service.text.memo import memo_text
 from service.text.tokenize import has_devanagari
 
@@ -210,13 +210,10 @@ tutorial …](…). PR [#52](https://github.com/…/pull/52)."): an imperative b
 "Fix", "Update"), it says what changed, not what to do."""
 
 
-_LIST_ITEM = regex.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s")
-
-
 def _is_entry(item: str) -> bool:
     """A list item that cites a change (a prose sentence that mentions an issue is no entry:
     "To work around it, pass `--no-cache` (see #123).")."""
-    return _LIST_ITEM.match(item) is not None and _CITES_CHANGE.search(item) is not None
+    return is_list_item(item) and _CITES_CHANGE.search(item) is not None
 
 
 def records_change(unit: str) -> bool:

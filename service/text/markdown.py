@@ -125,8 +125,21 @@ def strip_directives(text: str) -> str:
     return "\n".join(out)
 
 
-_LIST_ITEM = regex.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+\S")
+_MARKER = regex.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
+"""A list item's marker: a bullet or a number, and the space after it."""
+_LIST_ITEM = regex.compile(_MARKER.pattern + r"\S")
 _TABLE_ROW = regex.compile(r"^\s*\|")
+_INTRODUCES = regex.compile(r"[:：]\W{0,3}$")
+
+
+def is_list_item(line: str) -> bool:
+    """The line opens a Markdown list item (a marker, then its text)."""
+    return _LIST_ITEM.match(line) is not None
+
+
+def item_text(item: str) -> str:
+    """A list item without its marker."""
+    return _MARKER.sub("", item, count=1)
 
 
 def list_items(unit: str) -> list[str]:
@@ -134,7 +147,7 @@ def list_items(unit: str) -> list[str]:
     that is not a list is one item."""
     items: list[str] = []
     for line in unit.split("\n"):
-        if _LIST_ITEM.match(line) or not items:
+        if is_list_item(line) or not items:
             items.append(line)
         else:
             items[-1] += "\n" + line
@@ -152,7 +165,7 @@ def blocks(text: str) -> list[tuple[str, str]]:
             return
         if all(_TABLE_ROW.match(ln) for ln in para):
             out.append(("table", "\n".join(ln.rstrip() for ln in para)))
-        elif _LIST_ITEM.match(para[0]):
+        elif is_list_item(para[0]):
             out.append(("list", "\n".join(ln.rstrip() for ln in para)))
         else:
             out.append(("para", " ".join(" ".join(para).split())))
@@ -187,6 +200,11 @@ def said(unit: str) -> str:
 def is_block(unit: str) -> bool:
     """A unit that must keep its lines (a code block, a list, a table)."""
     return "\n" in unit
+
+
+def introduces(unit: str) -> bool:
+    """A prose sentence that ends in a colon: it promises what comes next (steps, a list, code)."""
+    return not is_block(unit) and _INTRODUCES.search(unit) is not None
 
 
 def units(text: str) -> list[str]:

@@ -21,7 +21,7 @@ import re
 
 import regex
 
-from service.text.markdown import is_block, list_items, said, units
+from service.text.markdown import introduces, is_list_item, item_text, list_items, said, units
 from service.text.memo import memo_text
 
 TERM_WORDS = 4
@@ -34,18 +34,11 @@ TERMS = 12
 after list, or one long list (43 terms in a chunk of FastAPI's); a short bare list under a
 heading ("## Supported databases", then "* PostgreSQL", "* MySQL") is that section's answer."""
 
-_ITEM = regex.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
 _ENDS = regex.compile(r"[.!?।॥:;]\W{0,3}$")
-_INTRODUCES = regex.compile(r"[:：]\W{0,3}$")
-
-
-def introduces(unit: str) -> bool:
-    """A prose sentence that ends in a colon: it promises what comes next (steps, a list, code)."""
-    return not is_block(unit) and _INTRODUCES.search(unit) is not None
 
 
 def _bare(item: str) -> bool:
-    text = said(_ITEM.sub("", item, count=1)).strip()
+    text = said(item_text(item)).strip()
     return (
         bool(text)
         and len(text.split()) <= TERM_WORDS
@@ -56,7 +49,7 @@ def _bare(item: str) -> bool:
 
 def is_term_list(unit: str, before: str | None = None) -> bool:
     """`unit` is a list of bare terms that `before` (the unit ahead of it) does not introduce."""
-    if not _ITEM.match(unit) or (before is not None and introduces(before)):
+    if not is_list_item(unit) or (before is not None and introduces(before)):
         return False
     items = list_items(unit)
     return len(items) >= 2 and all(_bare(i) for i in items)
