@@ -23,6 +23,9 @@ class Passage(msgspec.Struct, kw_only=True):
     text: str
     sentence_scores: list[float] = msgspec.field(default_factory=list)
     """The question's cosine with each unit of `text` (`Hit.sentence_scores`), if known."""
+    procedure: bool = False
+    """The passage is the page procedure a how-question's sources were given
+    (`service.pipeline.procedure`): the answer goes on with its steps."""
 
 
 class GenerationRecord(msgspec.Struct, kw_only=True):

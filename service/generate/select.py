@@ -71,8 +71,9 @@ stayed); CLAPnq's and XQuAD's answers did not change (README, issue #14)."""
 
 
 PROCEDURE_RANK = 1
-"""Where a how-question's passages hold its page's first procedure
-(`service.pipeline.procedure.with_procedure`: second)."""
+"""Where a how-answer goes on with steps when no passage is marked as the page's procedure
+(`Passage.procedure`): the second, where `service.pipeline.procedure.with_procedure` puts it,
+and where a top source that is the procedure itself goes on."""
 
 
 CARRIES_ON = regex.compile(
@@ -196,7 +197,8 @@ def select(
         ):
             break
     if how and chosen:
-        _go_on_with_steps(chosen, cands, taken, question_terms, limit)
+        procedure = next((r for r, p in enumerate(passages) if p.procedure), PROCEDURE_RANK)
+        _go_on_with_steps(chosen, cands, taken, question_terms, limit, procedure)
     return [(c.text, c.source) for c in in_reading_order(with_context(chosen, cands, what))]
 
 
@@ -206,13 +208,14 @@ def _go_on_with_steps(
     taken: set[int],
     question_terms: set[str],
     limit: int,
+    procedure: int = PROCEDURE_RANK,
 ) -> None:
     """A how-answer is not done once its words are covered: naming the tool ("You can define
     background tasks to be run after returning a response.") is not the procedure. Up to
     `limit` units, it goes on with the steps that hold a question term ("First, import
-    `BackgroundTasks` …") of the passages it quotes and of the second passage, where the
-    pipeline puts the page's procedure (`service.pipeline.procedure`), in passage order."""
-    ranks = {c.rank for c in chosen} | {PROCEDURE_RANK}
+    `BackgroundTasks` …") of the passages it quotes and of the passage at rank `procedure`,
+    the page's procedure (`service.pipeline.procedure`), in passage order."""
+    ranks = {c.rank for c in chosen} | {procedure}
     for i, c in enumerate(cands):  # in passage order, each passage's units in its order
         if len(chosen) >= limit:
             return

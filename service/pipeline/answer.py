@@ -114,6 +114,9 @@ class PreparedAnswer(msgspec.Struct, kw_only=True):
     context: str = ""
     answerability: Decision | None = None
     """Whether the sources answer the question; not answerable: abstain, no generator."""
+    procedure: str | None = None
+    """The hit a how-question's page procedure was moved up to (first or second) among the
+    sources, if any (`service.pipeline.procedure`): the answer goes on with its steps."""
 
     def timings_so_far(self) -> dict[str, float]:
         """Stage times known before the stream starts (retrieval)."""
@@ -157,7 +160,7 @@ class AnswerPipeline:
                 top_k=COPIES * q.top_k,
                 budget=budget,
             )
-            sources = await self._sources(principal, q, hits, budget)
+            sources, procedure = await self._sources(principal, q, hits, budget)
         t = self.settings.trim  # before numbering: S1…Sn are the passages the generator sees
         async with budget.timed("trim"):
             hits = trim(
@@ -181,19 +184,21 @@ class AnswerPipeline:
             operation=q.operation,
             context=q.context,
             answerability=decision,
+            procedure=procedure,
         )
 
     async def _sources(
         self, principal: Principal, q: Question, hits: list[Hit], budget: Budget
-    ) -> list[Hit]:
+    ) -> tuple[list[Hit], str | None]:
         """The answer's `q.top_k` sources from the ranked `hits` (`answer_sources`), each
         passage that only points to another page replaced by that page
         (`service.pipeline.pointers`); a page the search did not find is asked for once more,
         for the question, within the documents its links may name, and a pointer whose page is
         still not among them gives its place to the next source that is no pointer and is on
         the question's subject (`unfound_pointers_down`). A question that asks how
-        gets its top page's first procedure as its second source (`service.pipeline.procedure`),
-        from one more search within that page."""
+        gets its top page's first procedure as its second source, or its first where it `leads`
+        (`service.pipeline.procedure`), from one more search within that page; its id comes
+        back with the sources."""
         top = answer_sources(q.query, self._followed(hits, q.query), q.top_k)
         guesses = list(dict.fromkeys(g for h in top for g in page_guesses(h, hits)))
         if guesses:
@@ -208,9 +213,12 @@ class AnswerPipeline:
             page = await self._within(
                 principal, q, [top[0].doc_id], PAGE_HITS, budget, "procedure_search"
             )
-            if page is not None:
-                top = with_procedure(top, first_procedure(page), q.top_k)
-        return top
+            procedure = first_procedure(page) if page is not None else None
+            if procedure is not None and procedure.id != top[0].id:  # moved up
+                top = with_procedure(top, procedure, q.top_k, q.query)
+                if any(h.id == procedure.id for h in top):
+                    return top, procedure.id
+        return top, None
 
     async def _within(
         self,
@@ -274,7 +282,13 @@ class AnswerPipeline:
                 yield event
             return
         passages = [
-            Passage(id=s.id, title=h.title, text=h.text, sentence_scores=h.sentence_scores)
+            Passage(
+                id=s.id,
+                title=h.title,
+                text=h.text,
+                sentence_scores=h.sentence_scores,
+                procedure=h.id == p.procedure,
+            )
             for s, h in zip(p.sources, p.hits, strict=True)
         ]
         pieces: list[str] = []

@@ -20,16 +20,27 @@ A step that only sends the reader to a link ("… तो advanced guide दे�
 A chunk that is a lower source already moves up to second: there the answer goes on with its
 steps once the question's words are covered (`service.generate.select`). Nothing changes when
 that chunk is the top source, when the page holds no step the question reaches, or for `top_k` 1.
+
+The procedure goes *first* when the top source is a later section of the same page and the
+procedure's own section headings name what the question asks about (`leads`): a page says its
+plain recipe first and its variants later, and a variant that repeats the question's words
+("Read settings from `.env`", "Request body + path parameters", "use `.include_router()`
+multiple times") ranks above the recipe ("Pydantic `Settings` › Install `pydantic-settings`",
+"Create your data model") while answering another question. A procedure under a heading the
+question does not name ("License identifier" for "How do I change the OpenAPI URL?") stays
+second.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from service.answerability import content_keys, content_terms
 from service.index.protocol import Hit
 from service.ingest.chunking import SECTION_SEPARATOR
 from service.text.instructions import is_step, points_to_link
 from service.text.markdown import units
+from service.text.terms import held_terms
 
 PAGE_HITS = 15
 """Chunks of the top page the second search asks for (the first procedure is among them)."""
@@ -51,11 +62,26 @@ def in_section(hit: Hit) -> bool:
     return SECTION_SEPARATOR in hit.title
 
 
-def with_procedure(sources: Sequence[Hit], procedure: Hit | None, top_k: int) -> list[Hit]:
-    """`sources` with `procedure` second (moved up if it was a lower source), at most `top_k`."""
+def with_procedure(
+    sources: Sequence[Hit], procedure: Hit | None, top_k: int, question: str = ""
+) -> list[Hit]:
+    """`sources` with `procedure` second (moved up if it was a lower source), or first where it
+    `leads` the top source for `question`; at most `top_k`."""
     if procedure is None or top_k < 2 or not sources:
         return list(sources)
     if sources[0].id == procedure.id:
         return list(sources)
     rest = [h for h in sources[1:] if h.id != procedure.id]
+    if leads(procedure, sources[0], question):
+        return [procedure, sources[0], *rest][:top_k]
     return [sources[0], procedure, *rest][:top_k]
+
+
+def leads(procedure: Hit, top: Hit, question: str) -> bool:
+    """The page's procedure comes before the top source on the same page, under a heading that
+    names one of the question's terms (its page title, which every chunk carries, does not
+    count): the page's recipe for what is asked, where the top source is a later variant."""
+    if procedure.doc_id != top.doc_id or procedure.chunk_ix >= top.chunk_ix:
+        return False
+    headings = " ".join(procedure.title.split(SECTION_SEPARATOR)[1:])
+    return bool(held_terms(headings, content_keys(question)) & content_terms(question))

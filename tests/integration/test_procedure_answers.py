@@ -283,11 +283,69 @@ async def test_to_do_it_you_use_is_the_procedure(
     assert '`@app.middleware("http")`' in body["answer"], body["answer"]
 
 
+SETTINGS_PAGE = "docs/advanced/settings.md"
+SETTINGS_QUESTION = "How should I read settings from environment variables with Pydantic?"
+SETTINGS = """# Settings and Environment Variables
+
+Many applications need external settings or configurations, for example secret keys, database
+credentials or credentials for email services.
+
+## Pydantic `Settings`
+
+Fortunately, Pydantic provides a great utility to handle these settings coming from environment
+variables.
+
+### Install `pydantic-settings`
+
+First, add the `pydantic-settings` package to your project with `uv add pydantic-settings`.
+
+### Create the `Settings` object
+
+Import `BaseSettings` from Pydantic and create a sub-class, very much like with a Pydantic model.
+
+## Types and validation
+
+Environment variables can only handle text strings, as they are external to Python and have to
+be compatible with other programs and the rest of the system.
+
+## Reading a `.env` file
+
+If you have many settings that possibly change a lot, it can be useful to put them in a file and
+read them from it as if they were environment variables.
+
+### Read settings from `.env`
+
+You can read more at [Pydantic: Concepts: Configuration](https://pydantic.dev/docs/config/).
+Here we read the settings from environment variables in a `.env` file: we define the config
+`env_file` inside of your Pydantic `Settings` class, to read settings from environment variables
+written in that file.
+"""
+
+
+async def test_the_page_s_recipe_goes_before_a_later_variant_that_repeats_the_question(
+    http: httpx.AsyncClient, runtime: Any, one_page: dict[str, str]
+) -> None:
+    """The `.env` section repeats the question's words and ranks first; the page's recipe,
+    under a heading the question names ("Pydantic `Settings`"), comes before it on the page:
+    it is the first source, and the answer opens with it and quotes its step."""
+    key = await make_key(runtime, one_page["settings"], "uma", [])
+    resp = await http.post(
+        "/v1/search", json={"query": SETTINGS_QUESTION, "top_k": 1}, headers=auth(key)
+    )
+    assert resp.status_code == 200, resp.text
+    assert "`.env`" in resp.json()["results"][0]["title"]  # the premise: the variant ranks first
+    body = await answered(http, key, SETTINGS_QUESTION, top_k=3)
+    assert "Pydantic `Settings`" in body["sources"][0]["title"], body["sources"]
+    assert body["answer"].startswith("Fortunately, Pydantic provides"), body["answer"]
+    assert "add the `pydantic-settings` package" in body["answer"], body["answer"]
+
+
 ONE_PAGE = {
     "covered": (COVERED_PAGE, COVERED),
     "header": (HEADER_PAGE, HEADER),
     "pointed": (POINTED_PAGE, POINTED),
     "stated": (STATED_PAGE, STATED),
+    "settings": (SETTINGS_PAGE, SETTINGS),
 }
 
 

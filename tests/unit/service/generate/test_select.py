@@ -324,6 +324,29 @@ def test_a_how_answer_goes_on_with_the_steps_of_the_second_passage() -> None:
     ]
 
 
+def test_a_how_answer_goes_on_with_the_steps_of_the_passage_marked_as_the_procedure() -> None:
+    """Where the pipeline marks the page's procedure (`Passage.procedure`: it may have put it
+    first), the answer goes on with that passage's steps, not with the second passage's."""
+    covers = Passage(
+        id="S1",
+        title="Header Parameters › Declare",
+        text="To read a header parameter, you need to use `Header`. Headers are sent first.",
+    )
+    cookie = Passage(id="S2", title="Cookies", text="Import `Cookie` to read a cookie header.")
+    steps = "First import `Header` from `fastapi`. Then restart the server."
+    marked = Passage(id="S3", title="Header Parameters › Import", text=steps, procedure=True)
+    question = "How do I read a header parameter?"
+    assert pick_sentences(question, [covers, cookie, marked], 3) == [
+        ("To read a header parameter, you need to use `Header`.", "S1"),
+        ("First import `Header` from `fastapi`.", "S3"),
+    ]
+    unmarked = Passage(id="S3", title=marked.title, text=steps)
+    assert pick_sentences(question, [covers, cookie, unmarked], 3) == [
+        ("To read a header parameter, you need to use `Header`.", "S1"),
+        ("Import `Cookie` to read a cookie header.", "S2"),
+    ]
+
+
 def test_a_what_answer_takes_the_sentence_that_says_what_it_does() -> None:
     """ "What does X do?": the sentence naming X is quoted with the one after it that refers
     back to it ("It receives …"); another question does not take it, nor a sentence that does

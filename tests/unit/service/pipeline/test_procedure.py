@@ -12,7 +12,7 @@ from service.identity import Principal
 from service.index.filters import AnyOf, FilterSpec, Match
 from service.index.protocol import Hit
 from service.pipeline.answer import AnswerPipeline, PreparedAnswer, Question
-from service.pipeline.procedure import PAGE_HITS, first_procedure, with_procedure
+from service.pipeline.procedure import PAGE_HITS, first_procedure, leads, with_procedure
 from tests.cache_helpers import CountingGenerator, DocsRetrieval, second_search_failures
 
 pytestmark = pytest.mark.unit
@@ -103,6 +103,42 @@ def test_the_procedure_comes_second_and_the_last_source_leaves() -> None:
     assert with_procedure([], proc, 3) == []
 
 
+SETTINGS_PAGE = "docs/advanced/settings.md"
+SETTINGS_QUESTION = "How should I read settings from environment variables with Pydantic?"
+
+
+def section(text: str, ix: int, heading: str, doc_id: str = SETTINGS_PAGE) -> Hit:
+    title = "Settings and Environment Variables" + (f" › {heading}" if heading else "")
+    return Hit(id=f"{doc_id}#{ix}", doc_id=doc_id, chunk_ix=ix, score=1.0, text=text, title=title)
+
+
+def test_the_procedure_leads_a_later_section_of_its_page_whose_heading_the_question_names() -> None:
+    """The page's recipe ("Pydantic `Settings` › Install `pydantic-settings`") goes first when
+    the top source is a later section of the same page (a variant: "Read settings from
+    `.env`"); not when its heading names nothing the question asks (the page title every chunk
+    carries does not count), when it comes after the top source, or when it is another page."""
+    recipe = section("Add the `pydantic-settings` package.", 5, "Pydantic `Settings` › Install")
+    variant = section("Here we define `env_file`.", 20, "Reading a `.env` file")
+    other = section("A secret.", 1, "Secrets", "docs/other.md")
+    assert leads(recipe, variant, SETTINGS_QUESTION)
+    assert with_procedure([variant, other], recipe, 3, SETTINGS_QUESTION) == [
+        recipe,
+        variant,
+        other,
+    ]
+    aside = section("Set `license_info`.", 3, "License identifier")
+    assert not leads(aside, variant, SETTINGS_QUESTION)  # "Settings and Environment…" is the page's
+    assert with_procedure([variant, other], aside, 3, SETTINGS_QUESTION) == [variant, aside, other]
+    assert not leads(variant, recipe, SETTINGS_QUESTION)  # after the top source
+    elsewhere = section("Add `pydantic-settings`.", 2, "Pydantic `Settings`", "docs/other.md")
+    assert not leads(elsewhere, variant, SETTINGS_QUESTION)
+    assert with_procedure([variant, other], recipe, 3) == [variant, recipe, other]  # no question
+    # a Hindi question's term held by a Latin heading ("`Settings` object बनाएँ")
+    hindi = section("`BaseSettings` import करें।", 6, "Pydantic `Settings` › `Settings` object बनाएँ")
+    assert leads(hindi, variant, "Environment variables से settings कैसे पढ़ें?")
+    assert not leads(hindi, variant, "OpenAPI URL कैसे बदलें?")
+
+
 def ranked_and_page(fails: Exception | None = None) -> DocsRetrieval:
     """The first search's top three (two asides of the page, another page) and the page's
     chunks, the steps among them; chunks apart, since trim merges neighbours into one passage."""
@@ -138,6 +174,20 @@ async def test_a_how_question_gets_the_procedure_from_its_top_page_within_the_us
     )
     assert retrieval.principals == [USER, USER]  # the user's own tenant and groups, both times
     assert prepared.budget.degraded == []
+
+
+async def test_the_procedure_moved_up_is_marked_for_the_generator() -> None:
+    """The prepared answer names the hit the procedure was moved to, and the generator's
+    passage for it says so (`Passage.procedure`): the answer goes on with its steps."""
+    variant = section(DETAILS, 9, "Pydantic `Settings` › Read settings from `.env`")
+    recipe = section(STEPS, 3, "Pydantic `Settings` › Install `pydantic-settings`")
+    other = hit("Environment variables are strings.", 0, "docs/other.md")
+    retrieval = DocsRetrieval([variant, other], [variant, recipe])
+    prepared = await prepare(retrieval, SETTINGS_QUESTION)
+    assert [h.id for h in prepared.hits][:2] == [recipe.id, variant.id]
+    assert prepared.procedure == recipe.id
+    unmoved = await prepare(ranked_and_page(), "What does a background task do?")
+    assert unmoved.procedure is None
 
 
 @pytest.mark.parametrize(
