@@ -17,7 +17,7 @@ from service.answerability import model_version as answerability_version
 from service.config import Settings
 from service.index.filters import FilterSpec
 
-PIPELINE_VERSION = "20"  # 20: recipe before variant; 19: no changelog in how; 18: what it does
+PIPELINE_VERSION = "21"  # 21: recipe before opening; 20: before variant; 19: no changelog
 """Bump when retrieval or answer code changes what it returns for the same inputs."""
 
 

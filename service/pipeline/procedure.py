@@ -28,7 +28,9 @@ plain recipe first and its variants later, and a variant that repeats the questi
 multiple times") ranks above the recipe ("Pydantic `Settings` › Install `pydantic-settings`",
 "Create your data model") while answering another question. A procedure under a heading the
 question does not name ("License identifier" for "How do I change the OpenAPI URL?") stays
-second.
+second. So it goes first, too, when the top source is the page's opening and holds no step:
+the opening says what the page covers ("इसी कारण उन्हें आम तौर पर environment variables में
+दिया जाता है …"), the procedure how ("Pydantic से `BaseSettings` import करें …").
 """
 
 from __future__ import annotations
@@ -78,10 +80,14 @@ def with_procedure(
 
 
 def leads(procedure: Hit, top: Hit, question: str) -> bool:
-    """The page's procedure comes before the top source on the same page, under a heading that
-    names one of the question's terms (its page title, which every chunk carries, does not
-    count): the page's recipe for what is asked, where the top source is a later variant."""
-    if procedure.doc_id != top.doc_id or procedure.chunk_ix >= top.chunk_ix:
+    """The page's procedure, under a heading that names one of the question's terms (its page
+    title, which every chunk carries, does not count), comes before the top source on the same
+    page (the page's recipe for what is asked, where the top source is a later variant), or
+    the top source is the page's opening and holds no step (it says what the page covers)."""
+    if procedure.doc_id != top.doc_id:
+        return False
+    says_what = not in_section(top) and not any(is_step(u) for u in units(top.text))
+    if procedure.chunk_ix >= top.chunk_ix and not says_what:
         return False
     headings = " ".join(procedure.title.split(SECTION_SEPARATOR)[1:])
     return bool(held_terms(headings, content_keys(question)) & content_terms(question))

@@ -340,12 +340,51 @@ async def test_the_page_s_recipe_goes_before_a_later_variant_that_repeats_the_qu
     assert "add the `pydantic-settings` package" in body["answer"], body["answer"]
 
 
+HINDI_SETTINGS_PAGE = "hi/docs/advanced/settings.md"
+HINDI_SETTINGS_QUESTION = "Environment variables से settings कैसे पढ़ें?"
+HINDI_SETTINGS = """# Settings और Environment Variables
+
+कई मामलों में आपकी application को कुछ बाहरी settings की ज़रूरत हो सकती है, जैसे secret keys।
+इनमें से ज़्यादातर settings variable होती हैं। इसी कारण उन्हें आम तौर पर environment variables
+में दिया जाता है जिन्हें application पढ़ती है।
+
+## Types और validation
+
+ये environment variables केवल text strings को handle कर सकते हैं, क्योंकि ये Python के बाहर
+होते हैं।
+
+## Pydantic `Settings`
+
+### `Settings` object बनाएँ
+
+Pydantic से `BaseSettings` import करें और एक sub-class बनाएँ, बिल्कुल Pydantic model की तरह।
+"""
+
+
+async def test_the_recipe_goes_before_a_page_opening_that_says_what_the_page_covers(
+    http: httpx.AsyncClient, runtime: Any, one_page: dict[str, str]
+) -> None:
+    """The page's opening holds the question's words and ranks first, but says what the page
+    covers and holds no step; the recipe, under a heading the question names ("`Settings`
+    object बनाएँ"), is the first source and the answer quotes its step."""
+    key = await make_key(runtime, one_page["hindi-settings"], "uma", [])
+    resp = await http.post(
+        "/v1/search", json={"query": HINDI_SETTINGS_QUESTION, "top_k": 1}, headers=auth(key)
+    )
+    assert resp.status_code == 200, resp.text
+    assert " › " not in resp.json()["results"][0]["title"]  # the premise: the opening first
+    body = await answered(http, key, HINDI_SETTINGS_QUESTION, top_k=3)
+    assert "`Settings` object बनाएँ" in body["sources"][0]["title"], body["sources"]
+    assert "`BaseSettings` import करें" in body["answer"], body["answer"]
+
+
 ONE_PAGE = {
     "covered": (COVERED_PAGE, COVERED),
     "header": (HEADER_PAGE, HEADER),
     "pointed": (POINTED_PAGE, POINTED),
     "stated": (STATED_PAGE, STATED),
     "settings": (SETTINGS_PAGE, SETTINGS),
+    "hindi-settings": (HINDI_SETTINGS_PAGE, HINDI_SETTINGS),
 }
 
 

@@ -139,6 +139,22 @@ def test_the_procedure_leads_a_later_section_of_its_page_whose_heading_the_quest
     assert not leads(hindi, variant, "OpenAPI URL कैसे बदलें?")
 
 
+def test_the_procedure_leads_the_page_s_opening_when_the_opening_holds_no_step() -> None:
+    """The opening says what the page covers: a procedure after it, under a heading the question
+    names, goes first; an opening that holds a step ("You can … using …") stays first."""
+    question = "Environment variables से settings कैसे पढ़ें?"
+    opening = section("इसी कारण settings environment variables में दिए जाते हैं।", 0, "")
+    recipe = section("`BaseSettings` import करें।", 8, "Pydantic `Settings` › `Settings` object बनाएँ")
+    assert leads(recipe, opening, question)
+    assert with_procedure([opening], recipe, 3, question) == [recipe, opening]
+    with_step = section("Pydantic से `BaseSettings` import करें और एक sub-class बनाएँ।", 0, "")
+    assert not leads(recipe, with_step, question)
+    earlier = section("Settings बदलते रहते हैं।", 3, "Types और validation")  # a section: stays
+    assert not leads(recipe, earlier, question)
+    aside = section("`license_info` set करें।", 8, "License identifier")
+    assert not leads(aside, opening, question)
+
+
 def ranked_and_page(fails: Exception | None = None) -> DocsRetrieval:
     """The first search's top three (two asides of the page, another page) and the page's
     chunks, the steps among them; chunks apart, since trim merges neighbours into one passage."""
