@@ -17,7 +17,7 @@ from service.answerability import model_version as answerability_version
 from service.config import Settings
 from service.index.filters import FilterSpec
 
-PIPELINE_VERSION = "21"  # 21: recipe before opening; 20: before variant; 19: no changelog
+PIPELINE_VERSION = "22"  # 22: one section, no lead; 21: recipe before opening; 20: before variant
 """Bump when retrieval or answer code changes what it returns for the same inputs."""
 
 

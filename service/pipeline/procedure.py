@@ -28,7 +28,8 @@ plain recipe first and its variants later, and a variant that repeats the questi
 multiple times") ranks above the recipe ("Pydantic `Settings` › Install `pydantic-settings`",
 "Create your data model") while answering another question. A procedure under a heading the
 question does not name ("License identifier" for "How do I change the OpenAPI URL?") stays
-second. So it goes first, too, when the top source is the page's opening and holds no step:
+second, as does an earlier chunk of the top source's own section (the top one goes on from
+it). The procedure goes first, too, when the top source is the page's opening and holds no step:
 the opening says what the page covers ("इसी कारण उन्हें आम तौर पर environment variables में
 दिया जाता है …"), the procedure how ("Pydantic से `BaseSettings` import करें …").
 """
@@ -82,10 +83,11 @@ def with_procedure(
 def leads(procedure: Hit, top: Hit, question: str) -> bool:
     """The page's procedure, under a heading that names one of the question's terms (its page
     title, which every chunk carries, does not count), comes before the top source on the same
-    page (the page's recipe for what is asked, where the top source is a later variant), or
-    the top source is the page's opening and holds no step (it says what the page covers)."""
-    if procedure.doc_id != top.doc_id:
-        return False
+    page, in another section (the page's recipe for what is asked, where the top source is a
+    later variant), or the top source is the page's opening and holds no step (it says what
+    the page covers)."""
+    if procedure.doc_id != top.doc_id or procedure.title == top.title:
+        return False  # another page, or one section: its later chunk goes on from the earlier
     says_what = not in_section(top) and not any(is_step(u) for u in units(top.text))
     if procedure.chunk_ix >= top.chunk_ix and not says_what:
         return False

@@ -133,6 +133,9 @@ def test_the_procedure_leads_a_later_section_of_its_page_whose_heading_the_quest
     elsewhere = section("Add `pydantic-settings`.", 2, "Pydantic `Settings`", "docs/other.md")
     assert not leads(elsewhere, variant, SETTINGS_QUESTION)
     assert with_procedure([variant, other], recipe, 3) == [variant, recipe, other]  # no question
+    # two chunks of one section: the later goes on from the earlier, it is no variant
+    same = section("Then create a sub-class.", 9, "Pydantic `Settings` › Install")
+    assert not leads(recipe, same, SETTINGS_QUESTION)
     # a Hindi question's term held by a Latin heading ("`Settings` object बनाएँ")
     hindi = section("`BaseSettings` import करें।", 6, "Pydantic `Settings` › `Settings` object बनाएँ")
     assert leads(hindi, variant, "Environment variables से settings कैसे पढ़ें?")
