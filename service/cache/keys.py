@@ -17,7 +17,7 @@ from service.answerability import model_version as answerability_version
 from service.config import Settings
 from service.index.filters import FilterSpec
 
-PIPELINE_VERSION = "22"  # 22: one section, no lead; 21: recipe before opening; 20: before variant
+PIPELINE_VERSION = "23"  # 23: Hindi "but", antecedent first; 22: one section, no lead
 """Bump when retrieval or answer code changes what it returns for the same inputs."""
 
 

@@ -79,7 +79,7 @@ and where a top source that is the procedure itself goes on."""
 CARRIES_ON = regex.compile(
     r"^\W*(?:and|but|so|then|also|next|afterwards|after that|finally|in (?:this|that) case"
     r"|this|that|these|those|here|it|its|they|their|them|he|she|his|her"
-    r"|और|फिर|इसके|इसे|इससे|इसमें|इसलिए|यह|ये|वह|वे|उसके|उसे|उनके)(?!\w)",
+    r"|और|लेकिन|परंतु|परन्तु|किंतु|किन्तु|मगर|फिर|इसके|इसे|इससे|इसमें|इसलिए|यह|ये|वह|वे|उसके|उसे|उनके)(?!\w)",
     regex.IGNORECASE,
 )
 """A sentence opening with a connective or a pronoun that refers back (English, Hindi)."""
@@ -261,11 +261,16 @@ def with_context(
     """`chosen`, each sentence that `carries_on` preceded by the prose sentence before it in its
     passage, and each sentence that `introduces` followed by the unit after it in its passage
     (a list, a code block or a sentence), as is each unit of a `what` answer whose next
-    sentence `carries_on`; each unit once, unless chosen itself."""
+    sentence `carries_on`; each unit once. An antecedent that was chosen itself, later, comes
+    first, with its own context ("The Broncos defeated …" before "They then beat …")."""
     at = {(c.rank, c.pos): c for c in cands}
-    seen = {(c.rank, c.pos) for c in chosen}
+    picked = {(c.rank, c.pos) for c in chosen}
+    seen: set[tuple[int, int]] = set()  # quoted so far
     out: list[Candidate] = []
-    for c in chosen:
+
+    def quote(c: Candidate) -> None:
+        if (c.rank, c.pos) in seen:
+            return  # quoted already, before the sentence that leans on it
         before = at.get((c.rank, c.pos - 1))
         if (
             before is not None
@@ -273,15 +278,22 @@ def with_context(
             and not is_block(before.text)
             and carries_on(c.text)
         ):
-            out.append(before)
-            seen.add((before.rank, before.pos))
+            if (before.rank, before.pos) in picked:
+                quote(before)  # chosen itself, later: it comes first, with its own context
+            else:
+                out.append(before)
+                seen.add((before.rank, before.pos))
         out.append(c)
+        seen.add((c.rank, c.pos))
         after = at.get((c.rank, c.pos + 1))
         if (
             after is not None
-            and (after.rank, after.pos) not in seen
+            and (after.rank, after.pos) not in seen | picked
             and (introduces(c.text) or (what and carries_on(after.text)))
         ):
             out.append(after)
             seen.add((after.rank, after.pos))
+
+    for c in chosen:
+        quote(c)
     return out

@@ -1,7 +1,7 @@
 """A how-question is answered by its steps, over the real embedder, Qdrant Edge and HTTP, in
 English and in Hindi: the answer names the tool and carries on with the steps that follow it,
-which share no word with the question; steps on a page the user may not read are never
-quoted."""
+which share no word with the question; a Hindi sentence that opens with "but" comes with
+the one before it; steps on a page the user may not read are never quoted."""
 
 from __future__ import annotations
 
@@ -67,6 +67,15 @@ You can rotate the token signing key with the key service.
 * Add its public half to the verifiers' key list.
 * Remove the old key after a day.
 """,
+    "hi/docs/tutorial/metadata.md": """# Metadata और Docs URLs
+
+आप अपनी application के कई metadata configurations customize कर सकते हैं।
+
+## OpenAPI URL
+
+Default रूप से, OpenAPI schema `/openapi.json` पर serve किया जाता है। लेकिन आप इसे
+`openapi_url` parameter के साथ configure कर सकते हैं।
+""",
     "en/docs/tutorial/tokens.md": """# Tokens
 
 A token is signed with the service's signing key; verifiers check the signature.
@@ -105,6 +114,20 @@ async def test_a_how_question_gets_the_steps(
     assert tool in answer, answer
     at = [answer.index(step) for step in steps]  # the steps, in order, after the tool
     assert at == sorted(at) and at[0] > answer.index(tool), answer
+
+
+async def test_a_hindi_sentence_that_opens_with_but_comes_with_the_one_before_it(
+    http: httpx.AsyncClient, runtime: Any, tenant: str
+) -> None:
+    """ "लेकिन आप इसे … configure कर सकते हैं" (but you can configure it …) leans on the sentence
+    before it, which says what "it" is: the answer quotes that one first, as it would before an
+    English "But …"."""
+    key = await make_key(runtime, tenant, "uma", [])
+    body = await answered(http, key, "OpenAPI URL कैसे बदलें?")
+    answer = body["answer"]
+    default, but = "OpenAPI schema `/openapi.json` पर serve", "लेकिन आप इसे `openapi_url`"
+    assert default in answer and but in answer, answer
+    assert answer.index(default) < answer.index(but), answer
 
 
 async def test_steps_on_a_page_the_user_may_not_read_are_never_quoted(

@@ -389,8 +389,21 @@ def test_no_antecedent_from_a_block_another_passage_or_twice() -> None:
     ]
     after_block, first_of_s2 = cands[3], cands[4]
     assert select.with_context([after_block, first_of_s2], cands) == [after_block, first_of_s2]
-    both = select.with_context([cands[1], cands[0]], cands)  # already chosen: not twice
-    assert [c.text for c in both] == ["It lasts.", "A cookie is set."]
+    both = select.with_context([cands[1], cands[0]], cands)  # chosen after: first, once
+    assert [c.text for c in both] == ["A cookie is set.", "It lasts."]
+
+
+def test_an_antecedent_chosen_later_comes_first_with_its_own_context() -> None:
+    """ "It is also known as the plastome." leans on the sentence before it and is the
+    antecedent of "Its existence …", chosen first: the three read in the page's order, once."""
+    text = (
+        "Chloroplasts have their own DNA, often abbreviated as cpDNA. It is also known as the "
+        "plastome. Its existence was first proved in 1962."
+    )
+    cands = select.candidates([Passage(id="S1", title="", text=text)])
+    quoted = select.with_context([cands[2], cands[1]], cands)
+    assert [c.pos for c in quoted] == [0, 1, 2]
+    assert [c.pos for c in select.with_context([cands[2]], cands)] == [1, 2]  # one level
 
 
 def test_a_sentence_ending_in_a_colon_comes_with_what_it_introduces() -> None:
@@ -430,6 +443,9 @@ def test_a_sentence_ending_in_a_colon_comes_with_what_it_introduces() -> None:
         ("Thistles grow here.", False),
         ("फिर सर्वर चलाएँ।", True),
         ("इसके बाद सर्वर चलाएँ।", True),
+        ("लेकिन आप इसे `openapi_url` के साथ configure कर सकते हैं।", True),
+        ("मगर यह धीमा है।", True),
+        ("लेकिनतो", False),
         ("इस्तेमाल करें।", False),
         ("* It is a list item\n* and another", False),
     ],
