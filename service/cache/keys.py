@@ -17,7 +17,7 @@ from service.answerability import model_version as answerability_version
 from service.config import Settings
 from service.index.filters import FilterSpec
 
-PIPELINE_VERSION = "23"  # 23: Hindi "but", antecedent first; 22: one section, no lead
+PIPELINE_VERSION = "24"  # 24: procedure found after trim; 23: Hindi "but", antecedent first
 """Bump when retrieval or answer code changes what it returns for the same inputs."""
 
 

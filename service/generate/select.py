@@ -72,8 +72,8 @@ stayed); CLAPnq's and XQuAD's answers did not change (README, issue #14)."""
 
 PROCEDURE_RANK = 1
 """Where a how-answer goes on with steps when no passage is marked as the page's procedure
-(`Passage.procedure`): the second, where `service.pipeline.procedure.with_procedure` puts it,
-and where a top source that is the procedure itself goes on."""
+(`Passage.procedure`: none was moved up, the top source being the procedure itself or none
+found): the second passage, as before the pipeline marked it."""
 
 
 CARRIES_ON = regex.compile(
@@ -227,24 +227,35 @@ def _go_on_with_steps(
 def in_reading_order(units: Sequence[Candidate]) -> list[Candidate]:
     """`units`, each run of steps that follow each other in one passage quoted in the page's
     order where its first was chosen: a procedure reads top-down ("You can configure it using
-    `CORSMiddleware`.", then its list of steps) even when a later step was chosen first."""
+    `CORSMiddleware`.", then its list of steps) even when a later step was chosen first. A
+    quoted unit that the run's first step `carries_on` from comes just before the run ("Then
+    import …" after what it follows)."""
     run_of: dict[tuple[int, int], int] = {}  # (rank, pos) of a step → its run's id
     for c in sorted((c for c in units if c.step), key=lambda c: (c.rank, c.pos)):
         prev = run_of.get((c.rank, c.pos - 1))
         run_of[(c.rank, c.pos)] = prev if prev is not None else len(run_of)
+    at = {(c.rank, c.pos): c for c in units}
     out: list[Candidate] = []
     done: set[int] = set()
+    quoted: set[tuple[int, int]] = set()
     for c in units:
+        if (c.rank, c.pos) in quoted:
+            continue  # quoted already, just before the run it leads into
         run = run_of.get((c.rank, c.pos))
         if run is None:
             out.append(c)
+            quoted.add((c.rank, c.pos))
         elif run not in done:
             done.add(run)
-            out.extend(
-                sorted(
-                    (u for u in units if run_of.get((u.rank, u.pos)) == run), key=lambda u: u.pos
-                )
+            steps = sorted(
+                (u for u in units if run_of.get((u.rank, u.pos)) == run), key=lambda u: u.pos
             )
+            lead = at.get((steps[0].rank, steps[0].pos - 1))  # what its first step leans on
+            leans = lead is not None and not lead.step and carries_on(steps[0].text)
+            for u in [lead, *steps] if lead is not None and leans else steps:
+                if (u.rank, u.pos) not in quoted:
+                    out.append(u)
+                    quoted.add((u.rank, u.pos))
     return out
 
 
@@ -262,7 +273,8 @@ def with_context(
     passage, and each sentence that `introduces` followed by the unit after it in its passage
     (a list, a code block or a sentence), as is each unit of a `what` answer whose next
     sentence `carries_on`; each unit once. An antecedent that was chosen itself, later, comes
-    first, with its own context ("The Broncos defeated …" before "They then beat …")."""
+    first, with its own context ("The Broncos defeated …" before "They then beat …"), and so
+    does a unit that was chosen later than the sentence that introduces it."""
     at = {(c.rank, c.pos): c for c in cands}
     picked = {(c.rank, c.pos) for c in chosen}
     seen: set[tuple[int, int]] = set()  # quoted so far
@@ -288,11 +300,14 @@ def with_context(
         after = at.get((c.rank, c.pos + 1))
         if (
             after is not None
-            and (after.rank, after.pos) not in seen | picked
+            and (after.rank, after.pos) not in seen
             and (introduces(c.text) or (what and carries_on(after.text)))
         ):
-            out.append(after)
-            seen.add((after.rank, after.pos))
+            if (after.rank, after.pos) in picked:
+                quote(after)  # chosen itself, later: it comes right after what introduces it
+            else:
+                out.append(after)
+                seen.add((after.rank, after.pos))
 
     for c in chosen:
         quote(c)

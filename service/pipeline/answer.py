@@ -44,7 +44,7 @@ from service.pipeline.pointers import (
     page_guesses,
     unfound_pointers_down,
 )
-from service.pipeline.procedure import PAGE_HITS, first_procedure, with_procedure
+from service.pipeline.procedure import PAGE_HITS, first_procedure, passage_of, with_procedure
 from service.pipeline.retrieve import Retrieval, one_question
 from service.pipeline.term_lists import term_lists_last
 from service.pipeline.trim import trim
@@ -115,8 +115,9 @@ class PreparedAnswer(msgspec.Struct, kw_only=True):
     answerability: Decision | None = None
     """Whether the sources answer the question; not answerable: abstain, no generator."""
     procedure: str | None = None
-    """The hit a how-question's page procedure was moved up to (first or second) among the
-    sources, if any (`service.pipeline.procedure`): the answer goes on with its steps."""
+    """The passage that holds a how-question's page procedure, when it was moved up (first or
+    second) among the sources (`service.pipeline.procedure`): the answer goes on with its
+    steps."""
 
     def timings_so_far(self) -> dict[str, float]:
         """Stage times known before the stream starts (retrieval)."""
@@ -160,7 +161,7 @@ class AnswerPipeline:
                 top_k=COPIES * q.top_k,
                 budget=budget,
             )
-            sources, procedure = await self._sources(principal, q, hits, budget)
+            sources, moved = await self._sources(principal, q, hits, budget)
         t = self.settings.trim  # before numbering: S1…Sn are the passages the generator sees
         async with budget.timed("trim"):
             hits = trim(
@@ -169,6 +170,7 @@ class AnswerPipeline:
                 duplicate_threshold=t.duplicate_threshold,
                 merge=t.merge_neighbours,
             )
+        procedure = passage_of(hits, moved)  # trim may have merged it into a neighbour
         # the request's own k and sources (its search asked for COPIES times as many)
         telemetry.annotate(k=q.top_k, hits=len(hits))
         decision = await self._decide(q.query, hits, budget)
@@ -189,7 +191,7 @@ class AnswerPipeline:
 
     async def _sources(
         self, principal: Principal, q: Question, hits: list[Hit], budget: Budget
-    ) -> tuple[list[Hit], str | None]:
+    ) -> tuple[list[Hit], Hit | None]:
         """The answer's `q.top_k` sources from the ranked `hits` (`answer_sources`), each
         passage that only points to another page replaced by that page
         (`service.pipeline.pointers`); a page the search did not find is asked for once more,
@@ -197,8 +199,8 @@ class AnswerPipeline:
         still not among them gives its place to the next source that is no pointer and is on
         the question's subject (`unfound_pointers_down`). A question that asks how
         gets its top page's first procedure as its second source, or its first where it `leads`
-        (`service.pipeline.procedure`), from one more search within that page; its id comes
-        back with the sources."""
+        (`service.pipeline.procedure`), from one more search within that page; it comes back
+        with the sources when it was moved up among them."""
         top = answer_sources(q.query, self._followed(hits, q.query), q.top_k)
         guesses = list(dict.fromkeys(g for h in top for g in page_guesses(h, hits)))
         if guesses:
@@ -217,7 +219,7 @@ class AnswerPipeline:
             if procedure is not None and procedure.id != top[0].id:  # moved up
                 top = with_procedure(top, procedure, q.top_k, q.query)
                 if any(h.id == procedure.id for h in top):
-                    return top, procedure.id
+                    return top, procedure
         return top, None
 
     async def _within(

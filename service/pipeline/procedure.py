@@ -93,3 +93,22 @@ def leads(procedure: Hit, top: Hit, question: str) -> bool:
         return False
     headings = " ".join(procedure.title.split(SECTION_SEPARATOR)[1:])
     return bool(held_terms(headings, content_keys(question)) & content_terms(question))
+
+
+def passage_of(passages: Sequence[Hit], procedure: Hit | None) -> str | None:
+    """The id of the passage that holds `procedure` once the sources are trimmed: its own, or
+    the one trim merged it into (neighbouring chunks become one passage under the best-ranked
+    chunk's id); None when it was dropped (a near-duplicate, or past the token budget)."""
+    if procedure is None:
+        return None
+    for h in passages:
+        if h.id == procedure.id:
+            return h.id
+    found = units(procedure.text)
+    if not found:
+        return None
+    first = found[0]
+    for h in passages:
+        if h.doc_id == procedure.doc_id and first in h.text:
+            return h.id
+    return None

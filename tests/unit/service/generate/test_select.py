@@ -406,6 +406,30 @@ def test_an_antecedent_chosen_later_comes_first_with_its_own_context() -> None:
     assert [c.pos for c in select.with_context([cands[2]], cands)] == [1, 2]  # one level
 
 
+def test_a_run_of_steps_keeps_the_sentence_its_first_step_leans_on_before_it() -> None:
+    """ "Then import …" opens a run of steps chosen after a later step; the sentence it follows
+    comes just before the run, not after it."""
+    text = "Create a file `main.py`. Then import `FastAPI` in it. Add a path operation to it."
+    cands = select.candidates([Passage(id="S1", title="", text=text)], steps=True)
+    assert [c.step for c in cands] == [True, True, True]
+    cands[0].step = False  # a sentence that is no step, before a run of two
+    quoted = select.in_reading_order(select.with_context([cands[2], cands[1]], cands))
+    assert [c.pos for c in quoted] == [0, 1, 2]
+
+
+def test_a_unit_chosen_after_the_sentence_that_introduces_it_comes_right_after_it() -> None:
+    code = "```python\nfrom fastapi import File\n```"
+    text = f"Import `File` from `fastapi`:\n\n{code}"
+    passages = [
+        Passage(id="S1", title="", text=text),
+        Passage(id="S2", title="", text="Files are sent as form data."),
+    ]
+    cands = select.candidates(passages)
+    intro, block, other = cands
+    quoted = select.with_context([intro, other, block], cands)
+    assert [c.text for c in quoted] == [intro.text, code, other.text]
+
+
 def test_a_sentence_ending_in_a_colon_comes_with_what_it_introduces() -> None:
     steps = "* Import `CORSMiddleware`.\n* Create a list of allowed origins."
     text = (

@@ -4,15 +4,24 @@ the user's own filters; late or failing, the answer goes on without it)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
 from service.config import load_settings
+from service.generate.protocol import GenerationRecord, Passage, TokenStream
 from service.generate.router import GeneratorRouter
 from service.identity import Principal
 from service.index.filters import AnyOf, FilterSpec, Match
 from service.index.protocol import Hit
 from service.pipeline.answer import AnswerPipeline, PreparedAnswer, Question
-from service.pipeline.procedure import PAGE_HITS, first_procedure, leads, with_procedure
+from service.pipeline.procedure import (
+    PAGE_HITS,
+    first_procedure,
+    leads,
+    passage_of,
+    with_procedure,
+)
 from tests.cache_helpers import CountingGenerator, DocsRetrieval, second_search_failures
 
 pytestmark = pytest.mark.unit
@@ -207,6 +216,62 @@ async def test_the_procedure_moved_up_is_marked_for_the_generator() -> None:
     assert prepared.procedure == recipe.id
     unmoved = await prepare(ranked_and_page(), "What does a background task do?")
     assert unmoved.procedure is None
+
+
+def test_the_procedure_s_passage_is_found_after_trim_merged_it() -> None:
+    """Trim merges neighbouring chunks into one passage under the best-ranked chunk's id: the
+    procedure is then that passage; dropped (a near-duplicate, past the budget), it is none."""
+    recipe = section(STEPS, 3, "Pydantic `Settings` › Install")
+    merged = section(DETAILS + " " + STEPS, 4, "Pydantic `Settings` › Install")
+    other = hit(STEPS, 0, "docs/other.md")  # the same words, another page
+    assert passage_of([recipe, other], recipe) == recipe.id
+    assert passage_of([other, merged], recipe) == merged.id
+    assert passage_of([other], recipe) is None
+    assert passage_of([recipe], None) is None
+
+
+class Recording(CountingGenerator):
+    """The extractive generator, keeping the passages it was given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.passages: list[Passage] = []
+
+    async def stream(
+        self,
+        question: str,
+        passages: Sequence[Passage],
+        *,
+        max_tokens: int,
+        context: str = "",
+        record: GenerationRecord | None = None,
+    ) -> TokenStream:
+        self.passages = list(passages)
+        async for piece in super().stream(question, passages, max_tokens=max_tokens):
+            yield piece
+
+
+async def test_the_generator_is_told_which_passage_is_the_procedure() -> None:
+    """`events` marks the passage the procedure was moved to, and only that one."""
+    variant = section(DETAILS, 9, "Pydantic `Settings` › Read settings from `.env`")
+    recipe = section(STEPS, 3, "Pydantic `Settings` › Install `pydantic-settings`")
+    other = hit("Environment variables are strings.", 0, "docs/other.md")
+    generator = Recording()
+    pipeline = AnswerPipeline(
+        DocsRetrieval([variant, other], [variant, recipe]),
+        GeneratorRouter.of(generator),
+        load_settings(environ={}),
+    )
+    q = Question(query=SETTINGS_QUESTION, filters=None, top_k=3, max_tokens=64, request_id="r")
+    prepared = await pipeline.prepare(USER, q)
+    async for _ in pipeline.events(prepared):
+        pass
+    assert [(p.id, p.procedure) for p in generator.passages] == [
+        ("S1", True),
+        ("S2", False),
+        ("S3", False),
+    ]
+    assert "pydantic-settings" not in generator.passages[1].text  # S1 is the recipe
 
 
 @pytest.mark.parametrize(
