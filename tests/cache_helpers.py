@@ -105,6 +105,7 @@ class CountingGenerator:
         self.delay = delay
         self.deterministic = deterministic
         self.calls = 0
+        self.passages: list[Passage] = []  # what the last call was given
 
     async def stream(
         self,
@@ -116,6 +117,7 @@ class CountingGenerator:
         record: GenerationRecord | None = None,
     ) -> TokenStream:
         self.calls += 1
+        self.passages = list(passages)
         if self.delay:
             await asyncio.sleep(self.delay)
         async for piece in self.inner.stream(question, passages, max_tokens=max_tokens):

@@ -4,12 +4,9 @@ the user's own filters; late or failing, the answer goes on without it)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import pytest
 
 from service.config import load_settings
-from service.generate.protocol import GenerationRecord, Passage, TokenStream
 from service.generate.router import GeneratorRouter
 from service.identity import Principal
 from service.index.filters import AnyOf, FilterSpec, Match
@@ -230,33 +227,12 @@ def test_the_procedure_s_passage_is_found_after_trim_merged_it() -> None:
     assert passage_of([recipe], None) is None
 
 
-class Recording(CountingGenerator):
-    """The extractive generator, keeping the passages it was given."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.passages: list[Passage] = []
-
-    async def stream(
-        self,
-        question: str,
-        passages: Sequence[Passage],
-        *,
-        max_tokens: int,
-        context: str = "",
-        record: GenerationRecord | None = None,
-    ) -> TokenStream:
-        self.passages = list(passages)
-        async for piece in super().stream(question, passages, max_tokens=max_tokens):
-            yield piece
-
-
 async def test_the_generator_is_told_which_passage_is_the_procedure() -> None:
     """`events` marks the passage the procedure was moved to, and only that one."""
     variant = section(DETAILS, 9, "Pydantic `Settings` › Read settings from `.env`")
     recipe = section(STEPS, 3, "Pydantic `Settings` › Install `pydantic-settings`")
     other = hit("Environment variables are strings.", 0, "docs/other.md")
-    generator = Recording()
+    generator = CountingGenerator()
     pipeline = AnswerPipeline(
         DocsRetrieval([variant, other], [variant, recipe]),
         GeneratorRouter.of(generator),
