@@ -43,7 +43,7 @@ from service.generate.protocol import Passage
 from service.index.protocol import NO_SCORE
 from service.text.instructions import is_step, records_change
 from service.text.markdown import introduces, is_block, said, units
-from service.text.term_lists import is_term_list, mostly_term_lists
+from service.text.term_lists import mostly_term_lists, term_list_flags
 from service.text.terms import held_terms
 
 PASSAGE_PRIOR = 0.6
@@ -110,9 +110,9 @@ def candidates(
     for rank, p in enumerate(passages):
         found = units(p.text)
         sims = p.sentence_scores if len(p.sentence_scores) == len(found) else []
-        words_only = mostly_term_lists(p.text)
+        listed = term_list_flags(found) if mostly_term_lists(p.text) else [False] * len(found)
         for pos, sent in enumerate(found):
-            if words_only and is_term_list(sent, found[pos - 1] if pos else None):
+            if listed[pos]:
                 continue  # a word list's terms say nothing about them
             if steps and records_change(sent):
                 continue  # a changelog says what changed, not how
@@ -251,8 +251,9 @@ def in_reading_order(units: Sequence[Candidate]) -> list[Candidate]:
                 (u for u in units if run_of.get((u.rank, u.pos)) == run), key=lambda u: u.pos
             )
             lead = at.get((steps[0].rank, steps[0].pos - 1))  # what its first step leans on
-            leans = lead is not None and not lead.step and carries_on(steps[0].text)
-            for u in [lead, *steps] if lead is not None and leans else steps:
+            if lead is not None and not lead.step and carries_on(steps[0].text):
+                steps.insert(0, lead)
+            for u in steps:
                 if (u.rank, u.pos) not in quoted:
                     out.append(u)
                     quoted.add((u.rank, u.pos))
@@ -290,11 +291,7 @@ def with_context(
             and not is_block(before.text)
             and carries_on(c.text)
         ):
-            if (before.rank, before.pos) in picked:
-                quote(before)  # chosen itself, later: it comes first, with its own context
-            else:
-                out.append(before)
-                seen.add((before.rank, before.pos))
+            bring(before)
         out.append(c)
         seen.add((c.rank, c.pos))
         after = at.get((c.rank, c.pos + 1))
@@ -303,11 +300,15 @@ def with_context(
             and (after.rank, after.pos) not in seen
             and (introduces(c.text) or (what and carries_on(after.text)))
         ):
-            if (after.rank, after.pos) in picked:
-                quote(after)  # chosen itself, later: it comes right after what introduces it
-            else:
-                out.append(after)
-                seen.add((after.rank, after.pos))
+            bring(after)
+
+    def bring(u: Candidate) -> None:
+        """`u` as a chosen unit's context: with its own context when chosen itself, later."""
+        if (u.rank, u.pos) in picked:
+            quote(u)
+        else:
+            out.append(u)
+            seen.add((u.rank, u.pos))
 
     for c in chosen:
         quote(c)

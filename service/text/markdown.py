@@ -13,6 +13,7 @@ spans keep their text as written (an HTML template example stays one).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 
 import regex
@@ -135,6 +136,16 @@ _INTRODUCES = regex.compile(r"[:：]\W{0,3}$")
 def is_list_item(line: str) -> bool:
     """The line opens a Markdown list item (a marker, then its text)."""
     return _LIST_ITEM.match(line) is not None
+
+
+_ANY_ITEM = re.compile(r"^[ \t]*(?:[-*+]|\d{1,3}[.)])\s", re.MULTILINE)
+"""A line that opens a list item anywhere in a text (the stdlib engine: ~4x faster here than
+`regex`'s, which backtracks over a leading whitespace class across lines)."""
+
+
+def has_list_item(text: str) -> bool:
+    """Some line of `text` opens a list item: a cheap test before parsing it into units."""
+    return _ANY_ITEM.search(text) is not None
 
 
 def item_text(item: str) -> str:
