@@ -26,6 +26,9 @@ class Passage(msgspec.Struct, kw_only=True):
     procedure: bool = False
     """The passage is the page procedure a how-question's sources were given
     (`service.pipeline.procedure`): the answer goes on with its steps."""
+    definition: bool = False
+    """The passage is the opening of the page a what-question asks about
+    (`service.pipeline.definition`): the answer opens with its sentence that names the subject."""
 
 
 class GenerationRecord(msgspec.Struct, kw_only=True):

@@ -28,6 +28,10 @@ with the sentence after it when that one refers back ("For that, you can use
 `jsonable_encoder`." and then "It receives an object … and returns a JSON compatible
 version."): what the thing does is said there.
 Steps that follow each other in a passage are quoted in the passage's order.
+A what-question whose sources were given the opening of the page it asks about
+(`Passage.definition`, `service.pipeline.definition`) opens with that passage's sentence that
+says what the subject is (`defines`: "A "middleware" is a function that …"), whatever the
+other sentences score.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ import regex
 
 from service.generate.protocol import Passage
 from service.index.protocol import NO_SCORE
-from service.text.instructions import is_step, records_change
+from service.text.instructions import defines, is_step, records_change
 from service.text.markdown import introduces, is_block, said, units
 from service.text.term_lists import mostly_term_lists, term_list_flags
 from service.text.terms import held_terms
@@ -159,7 +163,15 @@ def select(
     chosen: list[Candidate] = []
     taken: set[int] = set()
     after: set[tuple[int, int]] = set()  # (rank, pos) right after a chosen sentence
-    while len(chosen) < limit:
+    opens = _definition(cands, passages, question_terms) if what else None
+    if opens is not None:  # a what-question opens with what its page says the subject is
+        taken.add(opens)
+        chosen.append(cands[opens])
+        covered |= cands[opens].terms & question_terms
+        after.add((cands[opens].rank, cands[opens].pos + 1))
+    while len(chosen) < limit and not (
+        opens is not None and len(chosen) == 1 and _done(weights, covered, total, how)
+    ):
         best: tuple[float, int] | None = None
         for i, c in enumerate(cands):
             if i in taken:
@@ -200,6 +212,30 @@ def select(
         procedure = next((r for r, p in enumerate(passages) if p.procedure), PROCEDURE_RANK)
         _go_on_with_steps(chosen, cands, taken, question_terms, limit, procedure)
     return [(c.text, c.source) for c in in_reading_order(with_context(chosen, cands, what))]
+
+
+def _definition(
+    cands: Sequence[Candidate], passages: Sequence[Passage], question_terms: set[str]
+) -> int | None:
+    """The index of the unit of the passage marked as the page's opening (`Passage.definition`)
+    where the page says what it is about: its first prose unit that holds a question term in
+    the form of a definition (`defines`: "A "middleware" is a function that …"), else its first
+    that holds one."""
+    rank = next((r for r, p in enumerate(passages) if p.definition), None)
+    if rank is None:
+        return None
+    holding = [
+        i
+        for i, c in enumerate(cands)
+        if c.rank == rank and not is_block(c.text) and c.terms & question_terms
+    ]
+    return next((i for i in holding if defines(cands[i].text)), holding[0] if holding else None)
+
+
+def _done(weights: Mapping[str, float], covered: set[str], total: float, how: bool) -> bool:
+    """The question's words are covered and a what-answer needs no more (a how-answer goes on
+    to the procedure)."""
+    return not how and sum(weights[t] for t in covered) / total >= COVERED
 
 
 def _go_on_with_steps(

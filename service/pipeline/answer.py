@@ -32,6 +32,7 @@ from service.index.protocol import Hit
 from service.pipeline.abstain import abstention
 from service.pipeline.align import Aligner
 from service.pipeline.budget import Budget
+from service.pipeline.definition import page_opening, page_subject, with_opening
 from service.pipeline.events import Done, Event, Meta, Source, Sources, Token, Usage
 from service.pipeline.generation import generate
 from service.pipeline.ground import Grounder
@@ -118,6 +119,10 @@ class PreparedAnswer(msgspec.Struct, kw_only=True):
     """The passage that holds a how-question's page procedure, when it was moved up (first or
     second) among the sources (`service.pipeline.procedure`): the answer goes on with its
     steps."""
+    definition: str | None = None
+    """The passage that holds the opening of the page a what-question asks about, when it was
+    moved up to first among the sources (`service.pipeline.definition`): the answer opens with
+    its sentence that names the subject."""
 
     def timings_so_far(self) -> dict[str, float]:
         """Stage times known before the stream starts (retrieval)."""
@@ -161,7 +166,7 @@ class AnswerPipeline:
                 top_k=COPIES * q.top_k,
                 budget=budget,
             )
-            sources, moved = await self._sources(principal, q, hits, budget)
+            sources, moved, opening = await self._sources(principal, q, hits, budget)
         t = self.settings.trim  # before numbering: S1…Sn are the passages the generator sees
         async with budget.timed("trim"):
             hits = trim(
@@ -171,6 +176,7 @@ class AnswerPipeline:
                 merge=t.merge_neighbours,
             )
         procedure = passage_of(hits, moved)  # trim may have merged it into a neighbour
+        definition = passage_of(hits, opening)
         # the request's own k and sources (its search asked for COPIES times as many)
         telemetry.annotate(k=q.top_k, hits=len(hits))
         decision = await self._decide(q.query, hits, budget)
@@ -187,11 +193,12 @@ class AnswerPipeline:
             context=q.context,
             answerability=decision,
             procedure=procedure,
+            definition=definition,
         )
 
     async def _sources(
         self, principal: Principal, q: Question, hits: list[Hit], budget: Budget
-    ) -> tuple[list[Hit], Hit | None]:
+    ) -> tuple[list[Hit], Hit | None, Hit | None]:
         """The answer's `q.top_k` sources from the ranked `hits` (`answer_sources`), each
         passage that only points to another page replaced by that page
         (`service.pipeline.pointers`); a page the search did not find is asked for once more,
@@ -199,8 +206,10 @@ class AnswerPipeline:
         still not among them gives its place to the next source that is no pointer and is on
         the question's subject (`unfound_pointers_down`). A question that asks how
         gets its top page's first procedure as its second source, or its first where it `leads`
-        (`service.pipeline.procedure`), from one more search within that page; it comes back
-        with the sources when it was moved up among them."""
+        (`service.pipeline.procedure`), from one more search within that page; a question
+        that asks what its top page is about gets that page's opening as its first source
+        (`service.pipeline.definition`), from the same search. Each comes back with the
+        sources when it was moved up among them."""
         top = answer_sources(q.query, self._followed(hits, q.query), q.top_k)
         guesses = list(dict.fromkeys(g for h in top for g in page_guesses(h, hits)))
         if guesses:
@@ -211,16 +220,30 @@ class AnswerPipeline:
                 hits = [*hits, *(h for h in more if h.id not in seen)]
                 top = answer_sources(q.query, self._followed(hits, q.query), q.top_k)
         top = unfound_pointers_down(top, q.query)
-        if top and q.top_k > 1 and asks_how(q.query):
-            page = await self._within(
-                principal, q, [top[0].doc_id], PAGE_HITS, budget, "procedure_search"
-            )
-            procedure = first_procedure(page) if page is not None else None
-            if procedure is not None and procedure.id != top[0].id:  # moved up
-                top = with_procedure(top, procedure, q.top_k, q.query)
-                if any(h.id == procedure.id for h in top):
-                    return top, procedure
-        return top, None
+        how = asks_how(q.query)
+        subject = page_subject(q.query, top[0]) if top else frozenset()
+        if not top or q.top_k < 2 or not (how or subject):
+            return top, None, None
+        page = await self._within(
+            principal,
+            q,
+            [top[0].doc_id],
+            PAGE_HITS,
+            budget,
+            "procedure_search" if how else "page_search",
+        )
+        moved = None
+        procedure = first_procedure(page) if page is not None and how else None
+        if procedure is not None and procedure.id != top[0].id:  # moved up
+            top = with_procedure(top, procedure, q.top_k, q.query)
+            if any(h.id == procedure.id for h in top):
+                moved = procedure
+        opening = page_opening(page, subject, q.query) if page is not None and subject else None
+        if opening is None or opening.id == top[0].id:
+            return top, moved, None
+        top = with_opening(top, opening, q.top_k)
+        kept = moved is not None and any(h.id == moved.id for h in top)
+        return top, moved if kept else None, opening
 
     async def _within(
         self,
@@ -290,6 +313,7 @@ class AnswerPipeline:
                 text=h.text,
                 sentence_scores=h.sentence_scores,
                 procedure=h.id == p.procedure,
+                definition=h.id == p.definition,
             )
             for s, h in zip(p.sources, p.hits, strict=True)
         ]

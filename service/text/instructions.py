@@ -79,6 +79,54 @@ def asks_what(question: str) -> bool:
     return _WHAT_EN.search(question) is not None or _WHAT_INDIC.search(question) is not None
 
 
+_SUBJECT_EN = regex.compile(
+    r"\bwhat(?:\s+(?:is|are)|'s)\s+(?:(?:a|an|the)\s+)?(?P<subject>[^?,;.!]+?)"
+    r"(?:\s+(?:and|or|used|for|in|on|when|if|that|which)\b|\s*[?,;.!]|\s*$)"
+    r"|\bwhat\s+(?:does|do)\s+(?:(?:a|an|the)\s+)?(?P<subject>[^?,;.!]+?)\s+do\b",
+    regex.IGNORECASE,
+)
+_SUBJECT_INDIC = regex.compile(
+    r"(?P<subject>[^?,;:.!।]+?)\s+(?:क्या\s+(?:है|हैं|होता|होती|होते|करता|करती|करते)"
+    r"|kya\s+(?:hai|hain|hota|hoti|hote|karta|karti|karte))(?![\p{L}\p{M}])",
+    regex.IGNORECASE,
+)
+_BEFORE_SUBJECT = regex.compile(
+    r".*(?<![\p{L}\p{M}])(?:और|या|तो|में|aur|ya|to|mein|and|or)(?![\p{L}\p{M}])\s*",
+    regex.IGNORECASE,
+)
+"""A Hindi subject's last word before it: a clause before ("… और"), or where it is ("FastAPI
+में")."""
+
+
+def asked_subject(question: str) -> str | None:
+    """What a `asks_what` question asks about: "middleware" in "What is a middleware and how
+    do I create one?", "yield वाली dependency" in "yield वाली dependency क्या है?",
+    "jsonable_encoder" in "What does `jsonable_encoder` do?"; None for another question."""
+    m = _SUBJECT_EN.search(question) or _SUBJECT_INDIC.search(question)
+    if m is None:
+        return None
+    subject = m.group("subject")
+    if m.re is _SUBJECT_INDIC:  # "… और मिडलवेयर क्या है": the clause before is not it
+        before = _BEFORE_SUBJECT.match(subject)
+        if before is not None:
+            subject = subject[before.end() :]
+    return subject.strip(" `'\"") or None
+
+
+_DEFINES = regex.compile(
+    r"\b(?:is|are)\s+(?:a|an|one|some|the)\b|\brefers?\s+to\b|\bmeans?\b|\bstands?\s+for\b"
+    r"|(?<![\p{L}\p{M}])(?:एक(?![\p{L}\p{M}]).*(?<![\p{L}\p{M}])(?:है|हैं|होता|होती|होते)"
+    r"|(?:है|हैं)\s+जो|कहते\s+हैं|का\s+मतलब|का\s+अर्थ)(?![\p{L}\p{M}])",
+    regex.IGNORECASE,
+)
+
+
+def defines(unit: str) -> bool:
+    """A prose sentence in the form of a definition: "A "middleware" is a function that …",
+    "… refers to …"; Hindi "… एक function है जो …", "… को … कहते हैं", "… का मतलब …"."""
+    return not is_block(unit) and _DEFINES.search(said(unit)) is not None
+
+
 STEP_VERBS = frozenset(
     "add adjust annotate append apply assign attach build call change choose click clone"
     " combine configure connect convert copy create declare decorate define delete deploy"

@@ -1,0 +1,58 @@
+"""A question that asks what its top page is about gets the page's opening, which says it.
+
+"What is middleware?", "मिडलवेयर क्या है और इसे कैसे बनाएं?", "yield वाली dependency क्या है?":
+a documentation page says what its subject is where it opens, before its first heading
+("A "middleware" is a function that works with every request …", "FastAPI ऐसी dependencies को
+support करता है जो पूरा होने के बाद अतिरिक्त steps करती हैं।"), while the search ranks higher
+the sections that repeat the question's words ("Create a middleware", "`yield` वाली
+dependencies में exit code"), which say how, or something else about it.
+
+So when a question asks what something is or does (`asked_subject`) and every term of that
+subject is in the top source's page title (the page is about it), the answer searches that page
+once more (the search a how-question makes for its procedure; one search serves both) and the
+page's opening chunk, when it holds a subject term, becomes the answer's first source, marked
+(`Passage.definition`): the answer opens with its sentence that names the subject
+(`service.generate.select`). A factoid question ("What is the capital of France?", "What is
+the name of the stadium?") asks about something its page's title does not name, and a page
+whose opening is the top source already changes nothing; nor does `top_k` 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from service.answerability import content_keys, content_terms
+from service.index.protocol import Hit
+from service.ingest.chunking import SECTION_SEPARATOR
+from service.pipeline.procedure import in_section
+from service.text.instructions import asked_subject
+from service.text.terms import held_terms
+
+
+def page_subject(question: str, top: Hit) -> frozenset[str]:
+    """The terms of what `question` asks about when `top`'s page title holds every one of them
+    (the page is about it); empty otherwise."""
+    subject = asked_subject(question)
+    if subject is None:
+        return frozenset()
+    terms = frozenset(content_terms(subject))
+    page_title = top.title.split(SECTION_SEPARATOR)[0]
+    if terms and terms <= held_terms(page_title, content_keys(subject)):
+        return terms
+    return frozenset()
+
+
+def page_opening(page: Sequence[Hit], subject: frozenset[str], question: str) -> Hit | None:
+    """Of one page's chunks, the earliest of its opening (before its first heading), when it
+    holds a term of `subject`."""
+    opening = min((h for h in page if not in_section(h)), key=lambda h: h.chunk_ix, default=None)
+    if opening is None or not held_terms(opening.text, content_keys(question)) & subject:
+        return None
+    return opening
+
+
+def with_opening(sources: Sequence[Hit], opening: Hit | None, top_k: int) -> list[Hit]:
+    """`sources` with `opening` first (moved up if it was a lower source); at most `top_k`."""
+    if opening is None or top_k < 2 or not sources or sources[0].id == opening.id:
+        return list(sources)
+    return [opening, *(h for h in sources if h.id != opening.id)][:top_k]
