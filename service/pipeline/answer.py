@@ -232,18 +232,19 @@ class AnswerPipeline:
             budget,
             "procedure_search" if how else "page_search",
         )
-        moved = None
         procedure = first_procedure(page) if page is not None and how else None
+        opening = page_opening(page, subject, q.query) if page is not None and subject else None
+        if opening is not None and opening.id == top[0].id:
+            opening = None  # the top source already: nothing changes
+        moved = None
         if procedure is not None and procedure.id != top[0].id:  # moved up
             top = with_procedure(top, procedure, q.top_k, q.query)
             if any(h.id == procedure.id for h in top):
                 moved = procedure
-        opening = page_opening(page, subject, q.query) if page is not None and subject else None
-        if opening is None or opening.id == top[0].id:
+        if opening is None:
             return top, moved, None
-        top = with_opening(top, opening, q.top_k)
-        kept = moved is not None and any(h.id == moved.id for h in top)
-        return top, moved if kept else None, opening
+        top = with_opening(top, opening, q.top_k, then=moved)  # what it is, then how
+        return top, moved, opening
 
     async def _within(
         self,

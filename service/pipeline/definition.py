@@ -12,9 +12,10 @@ subject is in the top source's page title (the page is about it), the answer sea
 once more (the search a how-question makes for its procedure; one search serves both) and the
 page's opening chunk, when it holds a subject term, becomes the answer's first source, marked
 (`Passage.definition`): the answer opens with its sentence that names the subject
-(`service.generate.select`). A factoid question ("What is the capital of France?", "What is
-the name of the stadium?") asks about something its page's title does not name, and a page
-whose opening is the top source already changes nothing; nor does `top_k` 1.
+(`service.generate.select`). A question that asks how too keeps its page's procedure right
+after it: what the thing is, then how. A factoid question ("What is the capital of France?",
+"What is the name of the stadium?") asks about something its page's title does not name, and a
+page whose opening is the top source already changes nothing; nor does `top_k` 1.
 """
 
 from __future__ import annotations
@@ -51,8 +52,12 @@ def page_opening(page: Sequence[Hit], subject: frozenset[str], question: str) ->
     return opening
 
 
-def with_opening(sources: Sequence[Hit], opening: Hit | None, top_k: int) -> list[Hit]:
-    """`sources` with `opening` first (moved up if it was a lower source); at most `top_k`."""
+def with_opening(
+    sources: Sequence[Hit], opening: Hit | None, top_k: int, then: Hit | None = None
+) -> list[Hit]:
+    """`sources` with `opening` first (moved up if it was a lower source) and `then` (a
+    how-question's procedure, `service.pipeline.procedure`) right after it; at most `top_k`."""
     if opening is None or top_k < 2 or not sources or sources[0].id == opening.id:
         return list(sources)
-    return [opening, *(h for h in sources if h.id != opening.id)][:top_k]
+    lead = [opening] if then is None or then.id == opening.id else [opening, then]
+    return [*lead, *(h for h in sources if h.id not in {x.id for x in lead})][:top_k]

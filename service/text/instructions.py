@@ -79,46 +79,72 @@ def asks_what(question: str) -> bool:
     return _WHAT_EN.search(question) is not None or _WHAT_INDIC.search(question) is not None
 
 
+_NEXT_ASKS = (
+    r"(?:how|what|why|where|when|which|who|can|could|do|does|did|is|are|should|would|will)\b"
+)
 _SUBJECT_EN = regex.compile(
-    r"\bwhat(?:\s+(?:is|are)|'s)\s+(?:(?:a|an|the)\s+)?(?P<subject>[^?,;.!]+?)"
-    r"(?:\s+(?:and|or|used|for|in|on|when|if|that|which)\b|\s*[?,;.!]|\s*$)"
-    r"|\bwhat\s+(?:does|do)\s+(?:(?:a|an|the)\s+)?(?P<subject>[^?,;.!]+?)\s+do\b",
+    r"\bwhat(?:\s+exactly)?(?:\s+(?:is|are)|['’]s)\s+(?:exactly\s+)?(?:(?:a|an|the)\s+)?"
+    r"(?P<subject>(?:[^?,;!.\s]|\.(?=\S))(?:[^?,;!.]|\.(?=\S)){0,79}?)"
+    rf"(?=\s+(?:and|or)\s+{_NEXT_ASKS}|\s+(?:used|for|in|on|when|if|that|which)\b|\s*(?:[?,;!]|\.(?!\S))|\s*$)"
+    r"|\bwhat\s+(?:does|do)\s+(?:(?:a|an|the)\s+)?(?P<subject>[^?,;!]{1,80}?)\s+do\b",
     regex.IGNORECASE,
 )
-_SUBJECT_INDIC = regex.compile(
-    r"(?P<subject>[^?,;:.!।]+?)\s+(?:क्या\s+(?:है|हैं|होता|होती|होते|करता|करती|करते)"
-    r"|kya\s+(?:hai|hain|hota|hoti|hote|karta|karti|karte))(?![\p{L}\p{M}])",
+"""English "what is/are X", "what's X", "what does X do": X, up to 80 characters (a dot inside
+a name stays: `app.include_router`, Node.js), ending before "and how …", a clause, or the
+question mark."""
+_ASKS_WHAT_INDIC = regex.compile(
+    r"(?<![\p{L}\p{M}])(?:(?:क्या|kya)\s+(?:है|हैं|होता|होती|होते|करता|करती|करते"
+    r"|hai|hain|hota|hoti|hote|karta|karti|karte)|किसे\s+कहते|kise\s+(?:kehte|kahte))"
+    r"(?![\p{L}\p{M}])",
     regex.IGNORECASE,
 )
+_CLAUSE_END = regex.compile(r"[?,;:.!।]")
 _BEFORE_SUBJECT = regex.compile(
-    r".*(?<![\p{L}\p{M}])(?:और|या|तो|में|aur|ya|to|mein|and|or)(?![\p{L}\p{M}])\s*",
+    r".*(?<![\p{L}\p{M}])(?:और|या|तो|में|कि|aur|ya|to|mein|and|or)(?![\p{L}\p{M}])\s*",
     regex.IGNORECASE,
 )
-"""A Hindi subject's last word before it: a clause before ("… और"), or where it is ("FastAPI
-में")."""
+"""A Hindi subject's last word before it: a clause before ("… और", "बताइए कि"), or where it is
+("FastAPI में"); not Hinglish "ki", which is "of" as often as "that" ("France ki capital")."""
+_MEANING_OF = regex.compile(
+    r"\s+(?:का|की|के|ka|ki|ke)\s+(?:मतलब|अर्थ|matlab|arth|meaning)$", regex.IGNORECASE
+)
+SUBJECT_CHARS = 120
+"""How far before Hindi "क्या है" a subject is looked for (a question is up to 4,000)."""
 
 
 def asked_subject(question: str) -> str | None:
     """What a `asks_what` question asks about: "middleware" in "What is a middleware and how
     do I create one?", "yield वाली dependency" in "yield वाली dependency क्या है?",
-    "jsonable_encoder" in "What does `jsonable_encoder` do?"; None for another question."""
-    m = _SUBJECT_EN.search(question) or _SUBJECT_INDIC.search(question)
-    if m is None:
-        return None
-    subject = m.group("subject")
-    if m.re is _SUBJECT_INDIC:  # "… और मिडलवेयर क्या है": the clause before is not it
-        before = _BEFORE_SUBJECT.match(subject)
-        if before is not None:
-            subject = subject[before.end() :]
+    "मिडलवेयर" in "मिडलवेयर का मतलब क्या है?", "jsonable_encoder" in "What does
+    `jsonable_encoder` do?"; None for another question. Each match is bounded (80 characters
+    after "what", `SUBJECT_CHARS` before "क्या है"), so a long question costs linear time."""
+    m = _SUBJECT_EN.search(question)
+    if m is not None:
+        subject = m.group("subject")
+    else:
+        key = _ASKS_WHAT_INDIC.search(question)
+        if key is None:
+            return None
+        before = question[max(0, key.start() - SUBJECT_CHARS) : key.start()]
+        subject = _CLAUSE_END.split(before)[-1]  # the clause that asks
+        lead = _BEFORE_SUBJECT.match(subject)  # "… और मिडलवेयर क्या है": not the clause before
+        if lead is not None:
+            subject = subject[lead.end() :]
+        subject = _MEANING_OF.sub("", subject.strip())
     return subject.strip(" `'\"") or None
 
 
 _DEFINES = regex.compile(
-    r"\b(?:is|are)\s+(?:a|an|one|some|the)\b|\brefers?\s+to\b|\bmeans?\b|\bstands?\s+for\b"
-    r"|(?<![\p{L}\p{M}])(?:एक(?![\p{L}\p{M}]).*(?<![\p{L}\p{M}])(?:है|हैं|होता|होती|होते)"
+    r"(?<!\bthere\s)\b(?:is|are)\s+(?:a|an|one|some|the)\b|\brefers?\s+to\b|\bmeans\b"
+    r"|\bstands?\s+for\b"
+    r"|(?<![\p{L}\p{M}])(?:एक\s+(?!ही(?![\p{L}\p{M}]))(?:[^\s।]+\s+){0,3}?"
+    r"(?![^\s।]*(?:ता|ती|ते|ना)\s)[^\s।]+\s+(?:है|हैं)"
     r"|(?:है|हैं)\s+जो|कहते\s+हैं|का\s+मतलब|का\s+अर्थ)(?![\p{L}\p{M}])",
     regex.IGNORECASE,
 )
+"""English "X is a/an/the …", "refers to", "means", "stands for" (not "there is a"); Hindi "X
+एक Y है" (Y a few words, not a verb: "एक parameter declare करना होता है" is no definition,
+nor "एक ही …"), "… है जो …", "… को … कहते हैं", "… का मतलब / अर्थ"."""
 
 
 def defines(unit: str) -> bool:

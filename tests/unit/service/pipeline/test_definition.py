@@ -34,7 +34,7 @@ HI_OPENING = (
     '"middleware" एक function है जो हर request के साथ काम करता है। '
     "और हर response के साथ भी, उसे लौटाने से पहले।"
 )
-CREATE = 'To create a middleware you use the decorator `@app.middleware("http")` on a function.'
+CREATE = 'To create a middleware, you use the decorator `@app.middleware("http")` on a function.'
 HI_CREATE = 'middleware बनाने के लिए आप function के ऊपर `@app.middleware("http")` का उपयोग करते हैं।'
 ORDER = "Each middleware you add wraps the application, so the last one added runs first."
 
@@ -55,6 +55,18 @@ def chunk(text: str, ix: int, heading: str = "", doc_id: str = PAGE, page: str =
         ("FastAPI में dependency injection क्या है?", "dependency injection"),
         ("yield वाली dependency क्या है?", "yield वाली dependency"),
         ("CORS kya hota hai aur kaise enable karein?", "CORS"),
+        ("मिडलवेयर किसे कहते हैं?", "मिडलवेयर"),
+        ("मिडलवेयर का मतलब क्या है?", "मिडलवेयर"),
+        ("middleware ka matlab kya hai", "middleware"),
+        ("बताइए कि मिडलवेयर क्या है", "मिडलवेयर"),
+        ("France ki capital kya hai?", "France ki capital"),  # Hinglish "ki" is "of" here
+        ("What is `app.include_router`?", "app.include_router"),
+        ("What is Node.js?", "Node.js"),
+        ("What\u2019s OpenAPI?", "OpenAPI"),
+        ("What exactly is a dependency?", "dependency"),
+        ("What are path and query parameters?", "path and query parameters"),
+        ("", None),
+        ("क्या है", None),
         ("How do I create a middleware?", None),
         ("क्या FastAPI async है?", None),  # a yes/no question
     ],
@@ -70,6 +82,18 @@ def test_a_definition_is_told_by_its_form() -> None:
     assert not defines("You can add middleware to FastAPI applications.")
     assert not defines("आप FastAPI applications में middleware जोड़ सकते हैं।")
     assert not defines("```python\nx = 'is a'\n```")  # code is no definition
+    assert not defines("There is a function for that.")
+    assert not defines("यह एक ही समय में चलता है।")  # "एक ही": the same
+    assert not defines("इसके लिए एक parameter declare करना होता है।")  # a verb, not a noun
+
+
+def test_a_long_question_is_read_in_bounded_windows() -> None:
+    """Each match is bounded (80 characters after "what", 120 before "क्या है"), so a
+    question of 4,000 characters is read in linear time; the subject is still found."""
+    assert asked_subject("word " * 800) is None
+    assert asked_subject("what does x " * 333) is None
+    assert asked_subject("x " * 2000 + "और मिडलवेयर क्या है?") == "मिडलवेयर"
+    assert asked_subject("What is " + "very " * 30 + "long?") is None  # no subject past 80
 
 
 def test_only_a_question_about_what_its_page_is_about_asks_for_the_page_s_opening() -> None:
@@ -96,6 +120,14 @@ def test_the_page_s_opening_is_its_earliest_chunk_before_a_heading_that_names_th
     hindi = chunk(HI_OPENING, 0, doc_id=HI_PAGE)
     asked = "मिडलवेयर क्या है?"
     assert page_opening([hindi], page_subject(asked, hindi), asked) == hindi
+
+
+def test_a_how_question_s_procedure_stays_right_after_the_opening() -> None:
+    opening, steps = chunk(OPENING, 0), chunk(CREATE, 3, "Create")
+    order, other = chunk(ORDER, 9, "Order"), chunk("Other page.", 0, doc_id="docs/other.md")
+    assert with_opening([order, steps, other], opening, 3, then=steps) == [opening, steps, order]
+    assert with_opening([order, steps], opening, 2, then=steps) == [opening, steps]
+    assert with_opening([order, opening], opening, 3, then=opening) == [opening, order]
 
 
 def test_the_opening_goes_first_and_the_last_source_leaves() -> None:
@@ -145,6 +177,40 @@ async def test_one_page_search_serves_a_question_that_asks_what_and_how() -> Non
     assert len(retrieval.asked) == 2
     assert prepared.definition == prepared.hits[0].id and prepared.hits[0].chunk_ix == 0
     assert "middleware(" in " ".join(h.text for h in prepared.hits)  # the recipe stays
+
+
+async def test_a_what_and_how_question_keeps_its_procedure_marked_at_two_sources() -> None:
+    """The page search finds both: the opening first, the procedure second (marked), the
+    first search's top source leaves at `top_k` 2."""
+    order, other = chunk(ORDER, 9, "Order"), chunk("Other.", 0, doc_id="docs/o.md", page="O")
+    steps, opening = chunk(CREATE, 3, "Decorator"), chunk(OPENING, 0)
+    for query in (
+        "What is a middleware and how do I add one?",
+        "middleware kya hai aur kaise add karein?",
+    ):
+        retrieval = DocsRetrieval([order, other], [order, steps, opening])
+        pipeline = AnswerPipeline(
+            retrieval, GeneratorRouter.of(CountingGenerator()), load_settings(environ={})
+        )
+        q = Question(query=query, filters=None, top_k=2, max_tokens=64, request_id="r")
+        prepared = await pipeline.prepare(USER, q)
+        assert [h.chunk_ix for h in prepared.hits] == [0, 3], query
+        assert prepared.definition == opening.id and prepared.procedure == steps.id, query
+        assert len(retrieval.asked) == 2  # one page search for both
+
+
+async def test_an_opening_that_is_the_top_source_changes_nothing_for_a_what_and_how_question() -> (
+    None
+):
+    """The top source is the page's opening (no step in it) and the procedure's heading names
+    what is asked: the procedure leads, as for the how-question alone, and nothing is marked
+    as the definition."""
+    opening = chunk(OPENING.replace("You can add", "Some apps add"), 0)
+    steps = chunk(CREATE, 3, "Create a middleware")
+    for query in ("How do I create a middleware?", "What is a middleware and how do I create one?"):
+        prepared = await prepare(DocsRetrieval([opening], [opening, steps]), query)
+        assert [h.chunk_ix for h in prepared.hits] == [3, 0], query
+        assert prepared.procedure == steps.id and prepared.definition is None, query
 
 
 @pytest.mark.parametrize(
