@@ -17,7 +17,7 @@ from service.answerability import model_version as answerability_version
 from service.config import Settings
 from service.index.filters import FilterSpec
 
-PIPELINE_VERSION = "25"  # 25: a what-question opens with its page definition; 24: procedure
+PIPELINE_VERSION = "26"  # 26: a colon-ended procedure goes on in its next chunk; 25: definitions
 """Bump when retrieval or answer code changes what it returns for the same inputs."""
 
 

@@ -45,7 +45,13 @@ from service.pipeline.pointers import (
     page_guesses,
     unfound_pointers_down,
 )
-from service.pipeline.procedure import PAGE_HITS, first_procedure, passage_of, with_procedure
+from service.pipeline.procedure import (
+    PAGE_HITS,
+    first_procedure,
+    passage_of,
+    with_next_chunk,
+    with_procedure,
+)
 from service.pipeline.retrieve import Retrieval, one_question
 from service.pipeline.term_lists import term_lists_last
 from service.pipeline.trim import trim
@@ -241,6 +247,8 @@ class AnswerPipeline:
             top = with_procedure(top, procedure, q.top_k, q.query)
             if any(h.id == procedure.id for h in top):
                 moved = procedure
+        if procedure is not None and page is not None:
+            top = with_next_chunk(top, procedure, page)
         if opening is None:
             return top, moved, None
         top = with_opening(top, opening, q.top_k, then=moved)  # what it is, then how

@@ -32,6 +32,12 @@ second, as does an earlier chunk of the top source's own section (the top one go
 it). The procedure goes first, too, when the top source is the page's opening and holds no step:
 the opening says what the page covers ("इसी कारण उन्हें आम तौर पर environment variables में
 दिया जाता है …"), the procedure how ("Pydantic से `BaseSettings` import करें …").
+
+A procedure whose chunk ends in a sentence that introduces what follows ("पहले `Header` import
+करें:", its example an include removed at indexing) goes on in the page's next chunk, when the
+page search found it and it `continues` the procedure (the same section, or one whose heading
+is a step: "`Header` parameters घोषित करें", not "क्रम मायने रखता है"): the two become one
+passage in the procedure's place (`with_next_chunk`).
 """
 
 from __future__ import annotations
@@ -41,8 +47,9 @@ from collections.abc import Sequence
 from service.answerability import content_keys, content_terms
 from service.index.protocol import Hit
 from service.ingest.chunking import SECTION_SEPARATOR
+from service.pipeline.trim import merge_neighbours
 from service.text.instructions import is_step, points_to_link
-from service.text.markdown import units
+from service.text.markdown import introduces, units
 from service.text.terms import held_terms
 
 PAGE_HITS = 15
@@ -78,6 +85,35 @@ def with_procedure(
     if leads(procedure, sources[0], question):
         return [procedure, sources[0], *rest][:top_k]
     return [sources[0], procedure, *rest][:top_k]
+
+
+def with_next_chunk(
+    sources: Sequence[Hit], procedure: Hit | None, page: Sequence[Hit]
+) -> list[Hit]:
+    """`sources` with `procedure`'s passage holding the page's chunk after it as well, when the
+    procedure's last unit introduces what follows ("पहले `Header` import करें:", its example an
+    include removed at indexing) and that chunk `continues` it and was found by the page search
+    but is no source: the steps go on there. The two become one passage, as trim makes of
+    neighbouring sources, in the procedure's place: no source leaves for it."""
+    if procedure is None:
+        return list(sources)
+    found = units(procedure.text)
+    if not found or not introduces(found[-1]):
+        return list(sources)
+    nxt = next(
+        (h for h in page if h.doc_id == procedure.doc_id and h.chunk_ix == procedure.chunk_ix + 1),
+        None,
+    )
+    if nxt is None or not continues(procedure, nxt) or any(h.id == nxt.id for h in sources):
+        return list(sources)
+    return [merge_neighbours([h, nxt])[0] if h.id == procedure.id else h for h in sources]
+
+
+def continues(procedure: Hit, nxt: Hit) -> bool:
+    """The chunk after a procedure's goes on with it: it is in the same section, or its section
+    is the recipe's next step by its heading ("`Header` parameters घोषित करें" after "`Header`
+    import करें"; not "Order matters")."""
+    return nxt.title == procedure.title or is_step(nxt.title.split(SECTION_SEPARATOR)[-1])
 
 
 def leads(procedure: Hit, top: Hit, question: str) -> bool:

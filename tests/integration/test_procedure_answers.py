@@ -378,7 +378,49 @@ async def test_the_recipe_goes_before_a_page_opening_that_says_what_the_page_cov
     assert "`BaseSettings` import करें" in body["answer"], body["answer"]
 
 
+COLON_PAGE = "hi/docs/tutorial/header-params.md"
+COLON_QUESTION = "Header parameter कैसे लें?"
+COLON = """# Header Parameters
+
+आप Header parameters उसी तरह define कर सकते हैं जैसे आप `Query`, `Path` और `Cookie` parameters
+define करते हैं।
+
+## `Header` import करें
+
+पहले `Header` import करें:
+
+{* ../../docs_src/header_params/tutorial001_an_py310.py hl[3] *}
+
+## `Header` parameters घोषित करें
+
+फिर `Path`, `Query` और `Cookie` जैसी ही structure का उपयोग करके header parameters घोषित करें।
+
+आप default value के साथ-साथ सभी extra validation या annotations parameters भी define कर सकते हैं।
+
+लेकिन याद रखें कि headers घोषित करने के लिए, आपको `Header` का उपयोग करना होगा, क्योंकि अन्यथा
+parameters को query parameters के रूप में interpret किया जाएगा। हर header parameter एक header है।
+
+## क्रम मायने रखता है
+
+Header parameter और header parameter का क्रम: header parameters का header parameter नाम से
+मेल खाता है, header parameter कोई भी header parameter हो सकता है।
+"""
+
+
+async def test_a_procedure_whose_step_ends_in_a_colon_goes_on_in_its_next_section(
+    http: httpx.AsyncClient, runtime: Any, one_page: dict[str, str]
+) -> None:
+    """The procedure's chunk is one step that ends in a colon ("पहले `Header` import करें:",
+    its example an include removed at indexing); the recipe goes on in the next section, whose
+    heading is a step: the answer quotes that step too."""
+    key = await make_key(runtime, one_page["colon"], "uma", [])
+    body = await answered(http, key, COLON_QUESTION, top_k=2)
+    assert "पहले `Header` import करें:" in body["answer"], body["answer"]
+    assert "फिर `Path`, `Query` और `Cookie` जैसी ही structure" in body["answer"], body["answer"]
+
+
 ONE_PAGE = {
+    "colon": (COLON_PAGE, COLON),
     "covered": (COVERED_PAGE, COVERED),
     "header": (HEADER_PAGE, HEADER),
     "pointed": (POINTED_PAGE, POINTED),

@@ -14,9 +14,11 @@ from service.index.protocol import Hit
 from service.pipeline.answer import AnswerPipeline, PreparedAnswer, Question
 from service.pipeline.procedure import (
     PAGE_HITS,
+    continues,
     first_procedure,
     leads,
     passage_of,
+    with_next_chunk,
     with_procedure,
 )
 from tests.cache_helpers import CountingGenerator, DocsRetrieval, second_search_failures
@@ -267,3 +269,49 @@ async def test_a_late_or_failing_procedure_search_leaves_the_sources_as_they_wer
     prepared = await prepare(retrieval, "How do I run a task after a response?")
     assert [h.id for h in prepared.hits] == [h.id for h in retrieval.ranked]
     assert prepared.budget.degraded == [degraded]
+
+
+HEADER_PAGE = "hi/docs/tutorial/header-params.md"
+
+
+def header(text: str, ix: int, heading: str) -> Hit:
+    title = f"Header Parameters › {heading}"
+    return Hit(id=f"h#{ix}", doc_id=HEADER_PAGE, chunk_ix=ix, score=1.0, text=text, title=title)
+
+
+IMPORT = header("पहले `Header` import करें:", 2, "`Header` import करें")
+DECLARE = header(
+    "फिर `Query` जैसी ही structure से header parameters घोषित करें।", 3, "`Header` parameters घोषित करें"
+)
+ORDER = header("क्योंकि path operations क्रम में चलते हैं, आपको क्रम तय करना होगा।", 3, "क्रम मायने रखता है")
+ASIDE = header("Headers case-insensitive होते हैं।", 7, "स्वचालित conversion")
+
+
+def test_a_procedure_ending_in_a_colon_goes_on_in_its_next_chunk() -> None:
+    """The next chunk joins the procedure's passage (one passage, the procedure's id and place,
+    no source leaves) when it is the same section or a section whose heading is a step."""
+    merged = with_next_chunk([ASIDE, IMPORT], IMPORT, [ASIDE, DECLARE, IMPORT])
+    assert [h.id for h in merged] == [ASIDE.id, IMPORT.id]
+    assert "पहले `Header` import करें:" in merged[1].text and "घोषित करें।" in merged[1].text
+    assert continues(IMPORT, DECLARE)
+    assert continues(IMPORT, header("More of it.", 3, "`Header` import करें"))  # same section
+
+
+@pytest.mark.parametrize(
+    ("sources", "page", "why"),
+    [
+        ([ASIDE, IMPORT], [ASIDE, ORDER, IMPORT], "its heading is no step"),
+        ([ASIDE, IMPORT], [ASIDE, IMPORT], "the page search did not find it"),
+        ([ASIDE, IMPORT, DECLARE], [DECLARE], "a source already: trim merges them"),
+    ],
+)
+def test_no_next_chunk_when_it_does_not_go_on_with_the_procedure(
+    sources: list[Hit], page: list[Hit], why: str
+) -> None:
+    assert with_next_chunk(sources, IMPORT, page) == sources, why
+
+
+def test_no_next_chunk_unless_the_procedure_ends_in_what_introduces_it() -> None:
+    done = header("`Header` import करें।", 2, "`Header` import करें")
+    assert with_next_chunk([ASIDE, done], done, [DECLARE]) == [ASIDE, done]
+    assert with_next_chunk([ASIDE], None, [DECLARE]) == [ASIDE]
