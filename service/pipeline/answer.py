@@ -172,7 +172,7 @@ class AnswerPipeline:
                 top_k=COPIES * q.top_k,
                 budget=budget,
             )
-            sources, moved, opening = await self._sources(principal, q, hits, budget)
+            sources, moved, opening, unexpanded = await self._sources(principal, q, hits, budget)
         t = self.settings.trim  # before numbering: S1…Sn are the passages the generator sees
         async with budget.timed("trim"):
             hits = trim(
@@ -181,11 +181,23 @@ class AnswerPipeline:
                 duplicate_threshold=t.duplicate_threshold,
                 merge=t.merge_neighbours,
             )
+            # whether the sources answer is judged on them as the answerability model was
+            # fitted: without the procedure's next chunk, which only carries its steps on
+            judged = (
+                hits
+                if unexpanded is None
+                else trim(
+                    unexpanded,
+                    budget_tokens=t.context_tokens,
+                    duplicate_threshold=t.duplicate_threshold,
+                    merge=t.merge_neighbours,
+                )
+            )
         procedure = passage_of(hits, moved)  # trim may have merged it into a neighbour
         definition = passage_of(hits, opening)
         # the request's own k and sources (its search asked for COPIES times as many)
         telemetry.annotate(k=q.top_k, hits=len(hits))
-        decision = await self._decide(q.query, hits, budget)
+        decision = await self._decide(q.query, judged, budget)
         return PreparedAnswer(
             request_id=q.request_id,
             query=q.query,
@@ -204,7 +216,7 @@ class AnswerPipeline:
 
     async def _sources(
         self, principal: Principal, q: Question, hits: list[Hit], budget: Budget
-    ) -> tuple[list[Hit], Hit | None, Hit | None]:
+    ) -> tuple[list[Hit], Hit | None, Hit | None, list[Hit] | None]:
         """The answer's `q.top_k` sources from the ranked `hits` (`answer_sources`), each
         passage that only points to another page replaced by that page
         (`service.pipeline.pointers`); a page the search did not find is asked for once more,
@@ -215,7 +227,8 @@ class AnswerPipeline:
         (`service.pipeline.procedure`), from one more search within that page; a question
         that asks what its top page is about gets that page's opening as its first source
         (`service.pipeline.definition`), from the same search. Each comes back with the
-        sources when it was moved up among them."""
+        sources when it was moved up among them; and the sources as they were before the
+        procedure's passage took its next chunk (`with_next_chunk`), when it did."""
         top = answer_sources(q.query, self._followed(hits, q.query), q.top_k)
         guesses = list(dict.fromkeys(g for h in top for g in page_guesses(h, hits)))
         if guesses:
@@ -229,7 +242,7 @@ class AnswerPipeline:
         how = asks_how(q.query)
         subject = page_subject(q.query, top[0]) if top else frozenset()
         if not top or q.top_k < 2 or not (how or subject):
-            return top, None, None
+            return top, None, None, None
         page = await self._within(
             principal,
             q,
@@ -247,12 +260,14 @@ class AnswerPipeline:
             top = with_procedure(top, procedure, q.top_k, q.query)
             if any(h.id == procedure.id for h in top):
                 moved = procedure
-        if procedure is not None and page is not None:
-            top = with_next_chunk(top, procedure, page)
-        if opening is None:
-            return top, moved, None
-        top = with_opening(top, opening, q.top_k, then=moved)  # what it is, then how
-        return top, moved, opening
+        if opening is not None:
+            top = with_opening(top, opening, q.top_k, then=moved)  # what it is, then how
+        unexpanded = None
+        if procedure is not None and page is not None and self.settings.trim.merge_neighbours:
+            grown = with_next_chunk(top, procedure, page)  # its passage takes its next chunk
+            if grown != top:
+                top, unexpanded = grown, top
+        return top, moved, opening, unexpanded
 
     async def _within(
         self,

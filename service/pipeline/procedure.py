@@ -93,8 +93,9 @@ def with_next_chunk(
     """`sources` with `procedure`'s passage holding the page's chunk after it as well, when the
     procedure's last unit introduces what follows ("पहले `Header` import करें:", its example an
     include removed at indexing) and that chunk `continues` it and was found by the page search
-    but is no source: the steps go on there. The two become one passage, as trim makes of
-    neighbouring sources, in the procedure's place: no source leaves for it."""
+    but is no source: the steps go on there. They become one passage in the procedure's place,
+    as trim makes of neighbouring sources (`merge_neighbours`), so no source leaves for it; a
+    source that follows that chunk on the page joins them, as trim would join it."""
     if procedure is None:
         return list(sources)
     found = units(procedure.text)
@@ -104,9 +105,16 @@ def with_next_chunk(
         (h for h in page if h.doc_id == procedure.doc_id and h.chunk_ix == procedure.chunk_ix + 1),
         None,
     )
-    if nxt is None or not continues(procedure, nxt) or any(h.id == nxt.id for h in sources):
+    if (
+        nxt is None
+        or not continues(procedure, nxt)
+        or all(h.id != procedure.id for h in sources)
+        or any(h.id == nxt.id for h in sources)
+    ):
         return list(sources)
-    return [merge_neighbours([h, nxt])[0] if h.id == procedure.id else h for h in sources]
+    after = [h for h in sources if h.doc_id == nxt.doc_id and h.chunk_ix == nxt.chunk_ix + 1]
+    joined = merge_neighbours([procedure, nxt, *after])[0]
+    return [joined if h.id == procedure.id else h for h in sources if h not in after]
 
 
 def continues(procedure: Hit, nxt: Hit) -> bool:

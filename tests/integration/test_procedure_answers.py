@@ -393,12 +393,14 @@ define करते हैं।
 
 ## `Header` parameters घोषित करें
 
-फिर `Path`, `Query` और `Cookie` जैसी ही structure का उपयोग करके header parameters घोषित करें।
+फिर `Path`, `Query` और `Cookie` जैसी ही structure का उपयोग करके उन्हें घोषित करें।
 
-आप default value के साथ-साथ सभी extra validation या annotations parameters भी define कर सकते हैं।
+आप default value के साथ-साथ सभी extra validation भी दे सकते हैं।
 
-लेकिन याद रखें कि headers घोषित करने के लिए, आपको `Header` का उपयोग करना होगा, क्योंकि अन्यथा
-parameters को query parameters के रूप में interpret किया जाएगा। हर header parameter एक header है।
+## Header parameter लेने के बारे में
+
+Header parameter लें तो header parameter का नाम header से मेल खाता है: हर header parameter एक
+header है, और header parameter लेने वाला हर function header parameter लेता है।
 
 ## क्रम मायने रखता है
 
@@ -414,7 +416,14 @@ async def test_a_procedure_whose_step_ends_in_a_colon_goes_on_in_its_next_sectio
     its example an include removed at indexing); the recipe goes on in the next section, whose
     heading is a step: the answer quotes that step too."""
     key = await make_key(runtime, one_page["colon"], "uma", [])
+    resp = await http.post(
+        "/v1/search", json={"query": COLON_QUESTION, "top_k": 2}, headers=auth(key)
+    )
+    assert resp.status_code == 200, resp.text
+    found = resp.json()["results"]
+    assert not any("जैसी ही structure" in h["text"] for h in found), found  # the premise
     body = await answered(http, key, COLON_QUESTION, top_k=2)
+    assert len(body["sources"]) <= 2, body["sources"]
     assert "पहले `Header` import करें:" in body["answer"], body["answer"]
     assert "फिर `Path`, `Query` और `Cookie` जैसी ही structure" in body["answer"], body["answer"]
 

@@ -289,12 +289,53 @@ ASIDE = header("Headers case-insensitive होते हैं।", 7, "स्�
 
 def test_a_procedure_ending_in_a_colon_goes_on_in_its_next_chunk() -> None:
     """The next chunk joins the procedure's passage (one passage, the procedure's id and place,
-    no source leaves) when it is the same section or a section whose heading is a step."""
+    no source leaves) when it is the same section or a section whose heading is a step; a
+    source that follows it on the page joins them, as trim would join it."""
     merged = with_next_chunk([ASIDE, IMPORT], IMPORT, [ASIDE, DECLARE, IMPORT])
     assert [h.id for h in merged] == [ASIDE.id, IMPORT.id]
     assert "पहले `Header` import करें:" in merged[1].text and "घोषित करें।" in merged[1].text
     assert continues(IMPORT, DECLARE)
     assert continues(IMPORT, header("More of it.", 3, "`Header` import करें"))  # same section
+    later = header("हर header parameter एक header है।", 4, "`Header` parameters घोषित करें")
+    three = with_next_chunk([later, IMPORT, ASIDE], IMPORT, [DECLARE])
+    assert [h.id for h in three] == [IMPORT.id, ASIDE.id]  # once, at the best-ranked place
+    assert three[0].text.count("हर header parameter") == 1 and "घोषित करें।" in three[0].text
+
+
+async def test_the_procedure_and_its_next_chunk_are_one_passage() -> None:
+    """Through `prepare`: the procedure (moved up, here first: it leads) and its next chunk are
+    one passage, under the procedure's id and marked; the asked-for number of passages is kept;
+    whether the sources answer is judged without the next chunk."""
+    top = header("Headers case-insensitive होते हैं।", 7, "Conversion")
+    other = hit("Header कैसे पढ़ें, यह एक और पन्ना बताता है।", 0, "docs/other.md")
+    retrieval = DocsRetrieval([top, other], [top, IMPORT, DECLARE])
+    prepared = await prepare(retrieval, "Header parameters कैसे घोषित करें?")
+    assert [h.id for h in prepared.hits] == [IMPORT.id, top.id, other.id]  # it leads
+    assert "import करें:" in prepared.hits[0].text and "घोषित करें।" in prepared.hits[0].text
+    assert prepared.procedure == IMPORT.id
+    # whether the sources answer is judged without it, as the answerability model was fitted
+    without = await prepare(
+        DocsRetrieval([top, other], [top, IMPORT]), "Header parameters कैसे घोषित करें?"
+    )
+    assert without.hits[0].text == IMPORT.text
+    assert prepared.answerability is not None and without.answerability is not None
+    assert prepared.answerability.probability == without.answerability.probability
+    assert prepared.answerability.signals == without.answerability.signals
+
+
+async def test_no_next_chunk_where_trim_does_not_merge_neighbours() -> None:
+    top = header("Headers case-insensitive होते हैं; header parameters लें।", 7, "Conversion")
+    pipeline = AnswerPipeline(
+        DocsRetrieval([top], [top, IMPORT, DECLARE]),
+        GeneratorRouter.of(CountingGenerator()),
+        load_settings(environ={"RAGLINE_TRIM_MERGE_NEIGHBOURS": "false"}),
+    )
+    q = Question(
+        query="Header parameter कैसे लें?", filters=None, top_k=3, max_tokens=64, request_id="r"
+    )
+    prepared = await pipeline.prepare(USER, q)
+    assert [h.id for h in prepared.hits] == [IMPORT.id, top.id]
+    assert "घोषित" not in prepared.hits[0].text
 
 
 @pytest.mark.parametrize(
