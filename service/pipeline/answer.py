@@ -32,7 +32,7 @@ from service.index.protocol import Hit
 from service.pipeline.abstain import abstention
 from service.pipeline.align import Aligner
 from service.pipeline.budget import Budget
-from service.pipeline.definition import page_opening, page_subject, with_opening
+from service.pipeline.definition import page_about, page_opening, page_subject, with_opening
 from service.pipeline.events import Done, Event, Meta, Source, Sources, Token, Usage
 from service.pipeline.generation import generate
 from service.pipeline.ground import Grounder
@@ -240,19 +240,29 @@ class AnswerPipeline:
                 top = answer_sources(q.query, self._followed(hits, q.query), q.top_k)
         top = unfound_pointers_down(top, q.query)
         how = asks_how(q.query)
-        subject = page_subject(q.query, top[0]) if top else frozenset()
+        about = page_about(q.query, top)  # the page the question asks about, if a source
+        subject = page_subject(q.query, about) if about is not None else frozenset()
         if not top or q.top_k < 2 or not (how or subject):
             return top, None, None, None
+        docs = list(dict.fromkeys([top[0].doc_id, *([about.doc_id] if about else [])]))
         page = await self._within(
             principal,
             q,
-            [top[0].doc_id],
-            PAGE_HITS,
+            docs,
+            PAGE_HITS * len(docs),
             budget,
             "procedure_search" if how else "page_search",
         )
-        procedure = first_procedure(page) if page is not None and how else None
-        opening = page_opening(page, subject, q.query) if page is not None and subject else None
+        procedure = (
+            first_procedure([h for h in page if h.doc_id == top[0].doc_id])
+            if page is not None and how
+            else None
+        )
+        opening = (
+            page_opening([h for h in page if h.doc_id == about.doc_id], subject, q.query)
+            if page is not None and about is not None and subject
+            else None
+        )
         if opening is not None and opening.id == top[0].id:
             opening = None  # the top source already: nothing changes
         moved = None

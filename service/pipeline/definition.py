@@ -1,21 +1,25 @@
-"""A question that asks what its top page is about gets the page's opening, which says it.
+"""A question that asks what a source's page is about gets the page's opening, which says it.
 
 "What is middleware?", "मिडलवेयर क्या है और इसे कैसे बनाएं?", "yield वाली dependency क्या है?":
 a documentation page says what its subject is where it opens, before its first heading
 ("A "middleware" is a function that works with every request …", "FastAPI ऐसी dependencies को
 support करता है जो पूरा होने के बाद अतिरिक्त steps करती हैं।"), while the search ranks higher
 the sections that repeat the question's words ("Create a middleware", "`yield` वाली
-dependencies में exit code"), which say how, or something else about it.
+dependencies में exit code"), which say how, or something else about it, or another page that
+mentions it (release notes).
 
 So when a question asks what something is or does (`asked_subject`) and every term of that
-subject is in the top source's page title (the page is about it), the answer searches that page
-once more (the search a how-question makes for its procedure; one search serves both) and the
-page's opening chunk, when it holds a subject term, becomes the answer's first source, marked
-(`Passage.definition`): the answer opens with its sentence that names the subject
+subject is in a source's page title (`page_about`: the page is about it; of several, the one
+whose title holds least besides, "Middleware" before "Advanced Middleware"), the answer searches
+that page once more (with the search a how-question makes for its top page's procedure: one
+search serves both) and the page's opening chunk, when it says what the subject is (a sentence
+in the form of a definition, `defines`, holding a subject term), becomes the answer's first
+source, marked (`Passage.definition`): the answer opens with that sentence
 (`service.generate.select`). A question that asks how too keeps its page's procedure right
 after it: what the thing is, then how. A factoid question ("What is the capital of France?",
-"What is the name of the stadium?") asks about something its page's title does not name, and a
-page whose opening is the top source already changes nothing; nor does `top_k` 1.
+"What is the name of the stadium?") asks about something no page's title names, an opening
+that only leads into its page ("In the main tutorial you read how to add …") is no
+definition, and an opening that is the top source already changes nothing; nor does `top_k` 1.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ from service.answerability import content_keys, content_terms
 from service.index.protocol import Hit
 from service.ingest.chunking import SECTION_SEPARATOR
 from service.pipeline.procedure import in_section
-from service.text.instructions import asked_subject
+from service.text.instructions import asked_subject, defines
+from service.text.markdown import units
 from service.text.terms import held_terms
 
 
@@ -43,13 +48,34 @@ def page_subject(question: str, top: Hit) -> frozenset[str]:
     return frozenset()
 
 
+def page_about(question: str, sources: Sequence[Hit]) -> Hit | None:
+    """The source whose page the question asks about: of those whose page title holds the whole
+    subject (`page_subject`), the one whose title holds least besides ("Middleware" before
+    "Advanced Middleware"), the best-ranked of equals; None when none does."""
+    about = [(i, h) for i, h in enumerate(sources) if page_subject(question, h)]
+    if not about:
+        return None
+    subject = asked_subject(question) or ""
+    keys = content_keys(subject)
+
+    def extra(h: Hit) -> int:
+        title = h.title.split(SECTION_SEPARATOR)[0]
+        return len(held_terms(title, keys) - content_terms(subject))
+
+    return min(about, key=lambda ih: (extra(ih[1]), ih[0]))[1]
+
+
 def page_opening(page: Sequence[Hit], subject: frozenset[str], question: str) -> Hit | None:
     """Of one page's chunks, the earliest of its opening (before its first heading), when it
-    holds a term of `subject`."""
+    says what the subject is: a sentence in the form of a definition (`defines`) that holds a
+    term of `subject`. An opening that only leads into the page ("In the main tutorial you read
+    how to add Custom Middleware") is none."""
     opening = min((h for h in page if not in_section(h)), key=lambda h: h.chunk_ix, default=None)
-    if opening is None or not held_terms(opening.text, content_keys(question)) & subject:
+    if opening is None:
         return None
-    return opening
+    keys = content_keys(question)
+    said_what = any(defines(u) and held_terms(u, keys) & subject for u in units(opening.text))
+    return opening if said_what else None
 
 
 def with_opening(

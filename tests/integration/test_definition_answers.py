@@ -73,12 +73,42 @@ Middleware response में एक header जोड़ सकता है: mi
 """
 
 
+NOTES_PAGE = "docs/release-notes.md"
+NOTES = """# Release Notes
+
+## 0.91.0
+
+* What is a middleware and how do I create one? Create a middleware, then create one more
+  middleware: a middleware created with the middleware decorator is one middleware, and what
+  a middleware is and how to create one is unchanged. Create one middleware per app.
+"""
+
+
 @pytest.fixture(scope="module")
 async def tenants(runtime: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, str]:
     await index_pages(runtime, "definition-docs", tmp_path_factory.mktemp("mine"), {PAGE: MINE})
     await index_pages(runtime, "definition-other", tmp_path_factory.mktemp("them"), {PAGE: THEIRS})
     await index_pages(runtime, "definition-hi", tmp_path_factory.mktemp("hi"), {HI_PAGE: HINDI})
+    await index_pages(
+        runtime,
+        "definition-notes",
+        tmp_path_factory.mktemp("notes"),
+        {PAGE: MINE, NOTES_PAGE: NOTES},
+    )
     return "definition-docs", "definition-other", "definition-hi"
+
+
+async def test_the_page_asked_about_may_rank_below_another_that_mentions_it(
+    http: httpx.AsyncClient, runtime: Any, tenants: tuple[str, str, str]
+) -> None:
+    """Release notes that repeat the question's words rank first; the page titled with the
+    subject is a lower source, and its opening's definition still opens the answer."""
+    key = await make_key(runtime, "definition-notes", "nia", [])
+    resp = await http.post("/v1/search", json={"query": QUESTION, "top_k": 3}, headers=auth(key))
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["results"][0]["doc_id"] == NOTES_PAGE  # the premise
+    answer = (await ask(http, key, QUESTION))["answer"]
+    assert answer.startswith('A "middleware" is a function that works with every request'), answer
 
 
 async def ask(http: httpx.AsyncClient, key: str, question: str) -> dict[str, Any]:

@@ -15,7 +15,8 @@ from service.identity import Principal
 from service.index.filters import AnyOf, FilterSpec, Match
 from service.index.protocol import Hit
 from service.pipeline.answer import AnswerPipeline, PreparedAnswer, Question
-from service.pipeline.definition import page_opening, page_subject, with_opening
+from service.pipeline.definition import page_about, page_opening, page_subject, with_opening
+from service.pipeline.procedure import PAGE_HITS
 from service.text.instructions import asked_subject, defines
 from tests.cache_helpers import CountingGenerator, DocsRetrieval, second_search_failures
 
@@ -120,6 +121,47 @@ def test_the_page_s_opening_is_its_earliest_chunk_before_a_heading_that_names_th
     hindi = chunk(HI_OPENING, 0, doc_id=HI_PAGE)
     asked = "मिडलवेयर क्या है?"
     assert page_opening([hindi], page_subject(asked, hindi), asked) == hindi
+
+
+def test_an_opening_that_says_no_definition_is_not_used() -> None:
+    """An opening that only leads into the page ("In the main tutorial you read how to add
+    middleware") holds the subject but says not what it is."""
+    lead_in = chunk("In the main tutorial you read how to add a middleware to your app.", 0)
+    assert page_opening([lead_in], frozenset({"middlewar"}), "What is a middleware?") is None
+
+
+def test_the_page_asked_about_is_the_one_titled_with_the_subject_alone() -> None:
+    """Of the sources whose page title holds the subject, the one whose title holds least
+    besides it ("Middleware" before "Advanced Middleware"), then the best-ranked."""
+    notes = chunk("Upgrade Starlette.", 40, "0.91.0", doc_id="docs/release-notes.md", page="Notes")
+    advanced = chunk(
+        ORDER, 2, "Integrated", doc_id="docs/advanced/middleware.md", page="Advanced Middleware"
+    )
+    tutorial = chunk(CREATE, 4, "Create a middleware")
+    question = "What is a middleware and how do I create one?"
+    assert page_about(question, [notes, advanced, tutorial]) == tutorial
+    assert page_about(question, [notes, advanced]) == advanced
+    assert page_about(question, [notes]) is None
+    assert page_about("How do I create a middleware?", [tutorial]) is None
+
+
+async def test_the_page_asked_about_may_be_a_lower_source() -> None:
+    """The top source is another page (release notes that mention middleware); the page titled
+    with the subject is a lower source: its opening is searched for within that page and put
+    first, marked."""
+    notes = chunk(
+        "Middleware upgrades.", 40, "0.91.0", doc_id="docs/release-notes.md", page="Notes"
+    )
+    create = chunk(CREATE, 4, "Create a middleware")
+    retrieval = DocsRetrieval([notes, create], [create, chunk(OPENING, 0)])
+    prepared = await prepare(retrieval, "What is a middleware?")
+    assert [h.chunk_ix for h in prepared.hits][:1] == [0]
+    assert prepared.definition == prepared.hits[0].id
+    _, (second, top_k) = retrieval.asked
+    assert second is not None and second.conditions[-1] == AnyOf(
+        "doc_id", ("docs/release-notes.md", PAGE)
+    )
+    assert top_k == 2 * PAGE_HITS  # the hits of both pages
 
 
 def test_a_how_question_s_procedure_stays_right_after_the_opening() -> None:
