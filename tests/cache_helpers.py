@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from service.config import RedisSettings
+from service.config import RedisSettings, load_settings
 from service.errors import DeadlineExceeded, Overloaded, UpstreamError
 from service.generate.breaker import CircuitBreaker
 from service.generate.extractive import ExtractiveGenerator
@@ -22,6 +22,7 @@ from service.generate.router import GeneratorRouter
 from service.identity import Principal
 from service.index.filters import AnyOf, FilterSpec
 from service.index.protocol import Hit
+from service.pipeline.answer import AnswerPipeline, PreparedAnswer, Question
 from service.pipeline.budget import Budget
 from service.runtime import Runtime
 
@@ -82,6 +83,22 @@ class DocsRetrieval:
         if self.fails is not None:
             raise self.fails
         return [h for h in self.within if h.doc_id in docs[0].values][:top_k]
+
+
+async def prepare_answer(
+    retrieval: DocsRetrieval,
+    principal: Principal,
+    query: str,
+    filters: FilterSpec | None = None,
+    environ: dict[str, str] | None = None,
+) -> PreparedAnswer:
+    """`AnswerPipeline.prepare` over `retrieval` for `principal`, `top_k` 3, the extractive
+    generator counted, settings from `environ` (none by default)."""
+    pipeline = AnswerPipeline(
+        retrieval, GeneratorRouter.of(CountingGenerator()), load_settings(environ=environ or {})
+    )
+    q = Question(query=query, filters=filters, top_k=3, max_tokens=64, request_id="r")
+    return await pipeline.prepare(principal, q)
 
 
 def second_search_failures(what: str) -> list[tuple[Exception, str]]:

@@ -104,9 +104,7 @@ async def test_the_page_asked_about_may_rank_below_another_that_mentions_it(
     """Release notes that repeat the question's words rank first; the page titled with the
     subject is a lower source, and its opening's definition still opens the answer."""
     key = await make_key(runtime, "definition-notes", "nia", [])
-    resp = await http.post("/v1/search", json={"query": QUESTION, "top_k": 3}, headers=auth(key))
-    assert resp.status_code == 200, resp.text
-    assert resp.json()["results"][0]["doc_id"] == NOTES_PAGE  # the premise
+    assert (await searched(http, key, QUESTION))[0]["doc_id"] == NOTES_PAGE  # the premise
     answer = (await ask(http, key, QUESTION))["answer"]
     assert answer.startswith('A "middleware" is a function that works with every request'), answer
 
@@ -121,15 +119,21 @@ async def ask(http: httpx.AsyncClient, key: str, question: str) -> dict[str, Any
     return body
 
 
+async def searched(http: httpx.AsyncClient, key: str, question: str) -> list[dict[str, Any]]:
+    """The question's own top three search results (a test's premise)."""
+    resp = await http.post("/v1/search", json={"query": question, "top_k": 3}, headers=auth(key))
+    assert resp.status_code == 200, resp.text
+    results: list[dict[str, Any]] = resp.json()["results"]
+    return results
+
+
 async def test_the_answer_opens_with_what_the_page_says_its_subject_is(
     http: httpx.AsyncClient, runtime: Any, tenants: tuple[str, str, str]
 ) -> None:
     mine, _, _ = tenants
     key = await make_key(runtime, mine, "uma", [])
     # the premise: the question's own top three are the sections that repeat its words
-    resp = await http.post("/v1/search", json={"query": QUESTION, "top_k": 3}, headers=auth(key))
-    assert resp.status_code == 200, resp.text
-    found = resp.json()["results"]
+    found = await searched(http, key, QUESTION)
     assert not any("is a function" in h["text"] for h in found), found
     body = await ask(http, key, QUESTION)
     answer = body["answer"]
@@ -153,9 +157,8 @@ async def test_a_hindi_question_gets_its_hindi_page_s_definition(
 ) -> None:
     _, _, hindi = tenants
     key = await make_key(runtime, hindi, "asha", [])
-    resp = await http.post("/v1/search", json={"query": HI_QUESTION, "top_k": 3}, headers=auth(key))
-    assert resp.status_code == 200, resp.text
-    assert not any("एक function है" in h["text"] for h in resp.json()["results"])  # the premise
+    found = await searched(http, key, HI_QUESTION)
+    assert not any("एक function है" in h["text"] for h in found), found  # the premise
     answer = (await ask(http, key, HI_QUESTION))["answer"]
     assert answer.startswith('"middleware" एक function है जो हर **request** के साथ'), answer
     assert "@app.middleware" in answer, answer

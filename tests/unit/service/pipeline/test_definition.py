@@ -18,7 +18,12 @@ from service.pipeline.answer import AnswerPipeline, PreparedAnswer, Question
 from service.pipeline.definition import page_about, page_opening, page_subject, with_opening
 from service.pipeline.procedure import PAGE_HITS
 from service.text.instructions import asked_subject, defines
-from tests.cache_helpers import CountingGenerator, DocsRetrieval, second_search_failures
+from tests.cache_helpers import (
+    CountingGenerator,
+    DocsRetrieval,
+    prepare_answer,
+    second_search_failures,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -191,11 +196,7 @@ def page_retrieval(fails: Exception | None = None) -> DocsRetrieval:
 async def prepare(
     retrieval: DocsRetrieval, query: str, filters: FilterSpec | None = None
 ) -> PreparedAnswer:
-    pipeline = AnswerPipeline(
-        retrieval, GeneratorRouter.of(CountingGenerator()), load_settings(environ={})
-    )
-    q = Question(query=query, filters=filters, top_k=3, max_tokens=64, request_id="r")
-    return await pipeline.prepare(USER, q)
+    return await prepare_answer(retrieval, USER, query, filters)
 
 
 async def test_a_what_question_gets_its_page_s_opening_first_within_the_user_s_filters() -> None:

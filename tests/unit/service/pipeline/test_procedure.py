@@ -21,7 +21,12 @@ from service.pipeline.procedure import (
     with_next_chunk,
     with_procedure,
 )
-from tests.cache_helpers import CountingGenerator, DocsRetrieval, second_search_failures
+from tests.cache_helpers import (
+    CountingGenerator,
+    DocsRetrieval,
+    prepare_answer,
+    second_search_failures,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -177,11 +182,7 @@ def ranked_and_page(fails: Exception | None = None) -> DocsRetrieval:
 async def prepare(
     retrieval: DocsRetrieval, query: str, filters: FilterSpec | None = None
 ) -> PreparedAnswer:
-    pipeline = AnswerPipeline(
-        retrieval, GeneratorRouter.of(CountingGenerator()), load_settings(environ={})
-    )
-    q = Question(query=query, filters=filters, top_k=3, max_tokens=64, request_id="r")
-    return await pipeline.prepare(USER, q)
+    return await prepare_answer(retrieval, USER, query, filters)
 
 
 async def test_a_how_question_gets_the_procedure_from_its_top_page_within_the_user_s_filters() -> (
@@ -325,15 +326,9 @@ async def test_the_procedure_and_its_next_chunk_are_one_passage() -> None:
 
 async def test_no_next_chunk_where_trim_does_not_merge_neighbours() -> None:
     top = header("Headers case-insensitive होते हैं; header parameters लें।", 7, "Conversion")
-    pipeline = AnswerPipeline(
-        DocsRetrieval([top], [top, IMPORT, DECLARE]),
-        GeneratorRouter.of(CountingGenerator()),
-        load_settings(environ={"RAGLINE_TRIM_MERGE_NEIGHBOURS": "false"}),
-    )
-    q = Question(
-        query="Header parameter कैसे लें?", filters=None, top_k=3, max_tokens=64, request_id="r"
-    )
-    prepared = await pipeline.prepare(USER, q)
+    retrieval = DocsRetrieval([top], [top, IMPORT, DECLARE])
+    unmerged = {"RAGLINE_TRIM_MERGE_NEIGHBOURS": "false"}
+    prepared = await prepare_answer(retrieval, USER, "Header parameter कैसे लें?", environ=unmerged)
     assert [h.id for h in prepared.hits] == [IMPORT.id, top.id]
     assert "घोषित" not in prepared.hits[0].text
 
