@@ -225,8 +225,9 @@ class AnswerPipeline:
         the question's subject (`unfound_pointers_down`). A question that asks how
         gets its top page's first procedure as its second source, or its first where it `leads`
         (`service.pipeline.procedure`), from one more search within that page; a question
-        that asks what its top page is about gets that page's opening as its first source
-        (`service.pipeline.definition`), from the same search. Each comes back with the
+        that asks what a source's page is about (`page_about`) gets that page's opening as its
+        first source when it says what it is (`service.pipeline.definition`), from the same
+        search. Each comes back with the
         sources when it was moved up among them; and the sources as they were before the
         procedure's passage took its next chunk (`with_next_chunk`), when it did."""
         top = answer_sources(q.query, self._followed(hits, q.query), q.top_k)

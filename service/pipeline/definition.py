@@ -35,14 +35,14 @@ from service.text.markdown import units
 from service.text.terms import held_terms
 
 
-def page_subject(question: str, top: Hit) -> frozenset[str]:
-    """The terms of what `question` asks about when `top`'s page title holds every one of them
-    (the page is about it); empty otherwise."""
+def page_subject(question: str, source: Hit) -> frozenset[str]:
+    """The terms of what `question` asks about when `source`'s page title holds every one of
+    them (the page is about it); empty otherwise."""
     subject = asked_subject(question)
     if subject is None:
         return frozenset()
     terms = frozenset(content_terms(subject))
-    page_title = top.title.split(SECTION_SEPARATOR)[0]
+    page_title = source.title.split(SECTION_SEPARATOR)[0]
     if terms and terms <= held_terms(page_title, content_keys(subject)):
         return terms
     return frozenset()
