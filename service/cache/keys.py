@@ -17,7 +17,7 @@ from service.answerability import model_version as answerability_version
 from service.config import Settings
 from service.index.filters import FilterSpec
 
-PIPELINE_VERSION = "27"  # 27: definitions from a lower source page; 26: next chunk
+PIPELINE_VERSION = "28"  # 28: only a named procedure grows; 27: definitions from any source
 """Bump when retrieval or answer code changes what it returns for the same inputs."""
 
 

@@ -275,7 +275,7 @@ class AnswerPipeline:
             top = with_opening(top, opening, q.top_k, then=moved)  # what it is, then how
         unexpanded = None
         if procedure is not None and page is not None and self.settings.trim.merge_neighbours:
-            grown = with_next_chunk(top, procedure, page)  # its passage takes its next chunk
+            grown = with_next_chunk(top, procedure, page, q.query)  # it takes its next chunk
             if grown != top:
                 top, unexpanded = grown, top
         return top, moved, opening, unexpanded

@@ -88,7 +88,7 @@ def with_procedure(
 
 
 def with_next_chunk(
-    sources: Sequence[Hit], procedure: Hit | None, page: Sequence[Hit]
+    sources: Sequence[Hit], procedure: Hit | None, page: Sequence[Hit], question: str
 ) -> list[Hit]:
     """`sources` with `procedure`'s passage holding the page's chunk after it as well, when the
     procedure's last unit introduces what follows ("पहले `Header` import करें:", its example an
@@ -96,8 +96,8 @@ def with_next_chunk(
     but is no source: the steps go on there. They become one passage in the procedure's place,
     as trim makes of neighbouring sources (`merge_neighbours`), so no source leaves for it; a
     source that follows that chunk on the page joins them, as trim would join it."""
-    if procedure is None:
-        return list(sources)
+    if procedure is None or not names_asked(procedure, question):
+        return list(sources)  # an aside ("Order matters") is no recipe to go on with
     found = units(procedure.text)
     if not found or not introduces(found[-1]):
         return list(sources)
@@ -135,7 +135,13 @@ def leads(procedure: Hit, top: Hit, question: str) -> bool:
     says_what = not in_section(top) and not any(is_step(u) for u in units(top.text))
     if procedure.chunk_ix >= top.chunk_ix and not says_what:
         return False
-    headings = " ".join(procedure.title.split(SECTION_SEPARATOR)[1:])
+    return names_asked(procedure, question)
+
+
+def names_asked(hit: Hit, question: str) -> bool:
+    """The chunk's own headings (not its page title, which every chunk carries) hold one of the
+    question's terms: its section is about what is asked."""
+    headings = " ".join(hit.title.split(SECTION_SEPARATOR)[1:])
     return bool(held_terms(headings, content_keys(question)) & content_terms(question))
 
 

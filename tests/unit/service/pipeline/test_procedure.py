@@ -280,6 +280,7 @@ def header(text: str, ix: int, heading: str) -> Hit:
     return Hit(id=f"h#{ix}", doc_id=HEADER_PAGE, chunk_ix=ix, score=1.0, text=text, title=title)
 
 
+ASKED = "Header parameter कैसे लें?"
 IMPORT = header("पहले `Header` import करें:", 2, "`Header` import करें")
 DECLARE = header(
     "फिर `Query` जैसी ही structure से header parameters घोषित करें।", 3, "`Header` parameters घोषित करें"
@@ -292,13 +293,13 @@ def test_a_procedure_ending_in_a_colon_goes_on_in_its_next_chunk() -> None:
     """The next chunk joins the procedure's passage (one passage, the procedure's id and place,
     no source leaves) when it is the same section or a section whose heading is a step; a
     source that follows it on the page joins them, as trim would join it."""
-    merged = with_next_chunk([ASIDE, IMPORT], IMPORT, [ASIDE, DECLARE, IMPORT])
+    merged = with_next_chunk([ASIDE, IMPORT], IMPORT, [ASIDE, DECLARE, IMPORT], ASKED)
     assert [h.id for h in merged] == [ASIDE.id, IMPORT.id]
     assert "पहले `Header` import करें:" in merged[1].text and "घोषित करें।" in merged[1].text
     assert continues(IMPORT, DECLARE)
     assert continues(IMPORT, header("More of it.", 3, "`Header` import करें"))  # same section
     later = header("हर header parameter एक header है।", 4, "`Header` parameters घोषित करें")
-    three = with_next_chunk([later, IMPORT, ASIDE], IMPORT, [DECLARE])
+    three = with_next_chunk([later, IMPORT, ASIDE], IMPORT, [DECLARE], ASKED)
     assert [h.id for h in three] == [IMPORT.id, ASIDE.id]  # once, at the best-ranked place
     assert three[0].text.count("हर header parameter") == 1 and "घोषित करें।" in three[0].text
 
@@ -344,10 +345,21 @@ async def test_no_next_chunk_where_trim_does_not_merge_neighbours() -> None:
 def test_no_next_chunk_when_it_does_not_go_on_with_the_procedure(
     sources: list[Hit], page: list[Hit], why: str
 ) -> None:
-    assert with_next_chunk(sources, IMPORT, page) == sources, why
+    assert with_next_chunk(sources, IMPORT, page, ASKED) == sources, why
 
 
 def test_no_next_chunk_unless_the_procedure_ends_in_what_introduces_it() -> None:
     done = header("`Header` import करें।", 2, "`Header` import करें")
-    assert with_next_chunk([ASIDE, done], done, [DECLARE]) == [ASIDE, done]
-    assert with_next_chunk([ASIDE], None, [DECLARE]) == [ASIDE]
+    assert with_next_chunk([ASIDE, done], done, [DECLARE], ASKED) == [ASIDE, done]
+    assert with_next_chunk([ASIDE], None, [DECLARE], ASKED) == [ASIDE]
+
+
+def test_an_aside_procedure_does_not_go_on() -> None:
+    """A procedure under a heading that names nothing asked ("क्रम मायने रखता है", Order
+    matters: "आपको … सुनिश्चित करना होगा …:") is an aside the page search happened to find
+    first, not the recipe asked for: its next chunk stays where it is."""
+    aside = header("आपको यह सुनिश्चित करना होगा कि path पहले declare हो:", 2, "क्रम मायने रखता है")
+    nxt = header("`Header` import करें।", 3, "`Header` import करें")
+    assert with_next_chunk([ASIDE, aside], aside, [nxt], ASKED) == [ASIDE, aside]
+    named = header(aside.text, 2, "`Header` का क्रम")  # the same words, a heading that names it
+    assert with_next_chunk([ASIDE, named], named, [nxt], ASKED)[1].text.endswith("import करें।")
