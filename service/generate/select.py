@@ -204,7 +204,7 @@ def select(
         chosen.append(pick)
         covered |= pick.terms & question_terms
         after.add((pick.rank, pick.pos + 1))
-        if sum(weights[t] for t in covered) / total >= COVERED and not (
+        if _covers(weights, covered, total) and not (
             how and _step_at(cands, taken, pick.rank, pick.pos + 1)
         ):
             break
@@ -232,10 +232,15 @@ def _definition(
     return next((i for i in holding if defines(cands[i].text)), holding[0] if holding else None)
 
 
+def _covers(weights: Mapping[str, float], covered: set[str], total: float) -> bool:
+    """The terms covered hold at least `COVERED` of the question's weight."""
+    return sum(weights[t] for t in covered) / total >= COVERED
+
+
 def _done(weights: Mapping[str, float], covered: set[str], total: float, how: bool) -> bool:
     """The question's words are covered and a what-answer needs no more (a how-answer goes on
     to the procedure)."""
-    return not how and sum(weights[t] for t in covered) / total >= COVERED
+    return not how and _covers(weights, covered, total)
 
 
 def _go_on_with_steps(

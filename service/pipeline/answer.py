@@ -174,25 +174,20 @@ class AnswerPipeline:
             )
             sources, moved, opening, unexpanded = await self._sources(principal, q, hits, budget)
         t = self.settings.trim  # before numbering: S1…Sn are the passages the generator sees
-        async with budget.timed("trim"):
-            hits = trim(
-                sources,
+
+        def trimmed(found: Sequence[Hit]) -> list[Hit]:
+            return trim(
+                found,
                 budget_tokens=t.context_tokens,
                 duplicate_threshold=t.duplicate_threshold,
                 merge=t.merge_neighbours,
             )
+
+        async with budget.timed("trim"):
+            hits = trimmed(sources)
             # whether the sources answer is judged on them as the answerability model was
             # fitted: without the procedure's next chunk, which only carries its steps on
-            judged = (
-                hits
-                if unexpanded is None
-                else trim(
-                    unexpanded,
-                    budget_tokens=t.context_tokens,
-                    duplicate_threshold=t.duplicate_threshold,
-                    merge=t.merge_neighbours,
-                )
-            )
+            judged = hits if unexpanded is None else trimmed(unexpanded)
         procedure = passage_of(hits, moved)  # trim may have merged it into a neighbour
         definition = passage_of(hits, opening)
         # the request's own k and sources (its search asked for COPIES times as many)
@@ -227,9 +222,9 @@ class AnswerPipeline:
         (`service.pipeline.procedure`), from one more search within that page; a question
         that asks what a source's page is about (`page_about`) gets that page's opening as its
         first source when it says what it is (`service.pipeline.definition`), from the same
-        search. Each comes back with the
-        sources when it was moved up among them; and the sources as they were before the
-        procedure's passage took its next chunk (`with_next_chunk`), when it did."""
+        search. Each comes back with the sources when it was moved up among them; and the
+        sources as they were before the procedure's passage took its next chunk
+        (`with_next_chunk`), when it did."""
         top = answer_sources(q.query, self._followed(hits, q.query), q.top_k)
         guesses = list(dict.fromkeys(g for h in top for g in page_guesses(h, hits)))
         if guesses:

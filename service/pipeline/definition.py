@@ -42,27 +42,30 @@ def page_subject(question: str, source: Hit) -> frozenset[str]:
     if subject is None:
         return frozenset()
     terms = frozenset(content_terms(subject))
-    page_title = source.title.split(SECTION_SEPARATOR)[0]
-    if terms and terms <= held_terms(page_title, content_keys(subject)):
+    if terms and terms <= title_terms(source, subject):
         return terms
     return frozenset()
+
+
+def title_terms(source: Hit, subject: str) -> frozenset[str]:
+    """The terms `source`'s page title holds (the subject's Devanagari terms matched in Latin
+    letters too: `content_keys`)."""
+    return held_terms(source.title.split(SECTION_SEPARATOR)[0], content_keys(subject))
 
 
 def page_about(question: str, sources: Sequence[Hit]) -> Hit | None:
     """The source whose page the question asks about: of those whose page title holds the whole
     subject (`page_subject`), the one whose title holds least besides ("Middleware" before
     "Advanced Middleware"), the best-ranked of equals; None when none does."""
-    about = [(i, h) for i, h in enumerate(sources) if page_subject(question, h)]
+    subject = asked_subject(question)
+    terms = frozenset(content_terms(subject)) if subject is not None else frozenset()
+    if subject is None or not terms:
+        return None
+    about = [(i, h, title_terms(h, subject)) for i, h in enumerate(sources)]
+    about = [(i, h, held) for i, h, held in about if terms <= held]
     if not about:
         return None
-    subject = asked_subject(question) or ""
-    keys = content_keys(subject)
-
-    def extra(h: Hit) -> int:
-        title = h.title.split(SECTION_SEPARATOR)[0]
-        return len(held_terms(title, keys) - content_terms(subject))
-
-    return min(about, key=lambda ih: (extra(ih[1]), ih[0]))[1]
+    return min(about, key=lambda ih: (len(ih[2] - terms), ih[0]))[1]
 
 
 def page_opening(page: Sequence[Hit], subject: frozenset[str], question: str) -> Hit | None:

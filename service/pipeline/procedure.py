@@ -114,7 +114,8 @@ def with_next_chunk(
         return list(sources)
     after = [h for h in sources if h.doc_id == nxt.doc_id and h.chunk_ix == nxt.chunk_ix + 1]
     joined = merge_neighbours([procedure, nxt, *after])[0]
-    return [joined if h.id == procedure.id else h for h in sources if h not in after]
+    gone = {h.id for h in after}
+    return [joined if h.id == procedure.id else h for h in sources if h.id not in gone]
 
 
 def continues(procedure: Hit, nxt: Hit) -> bool:
