@@ -164,7 +164,12 @@ def figures_by_lang(report_path: Path) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=SHARED_DATA, help="shared data directory")
-    parser.add_argument("--split", choices=["dev", "test"], help="only this half (default all)")
+    parser.add_argument(
+        "--split",
+        choices=["dev", "test", "fresh"],
+        help="only this split (default all): the dev or test half, or the fresh questions "
+        "written after the answer rules were built (data/evals/docs/README.md)",
+    )
     parser.add_argument(
         "--out",
         type=Path,

@@ -421,7 +421,12 @@ def register(sub: Any) -> None:
     run.add_argument("--tenant", help="query this tenant instead of eval-<suite>")
     run.add_argument("--concurrency", type=int, default=4, help="answers in flight (default 4)")
     run.add_argument("--limit", type=int, help="only the first N questions of each suite")
-    run.add_argument("--split", choices=["dev", "test"], help="only questions of this split")
+    run.add_argument(
+        "--split",
+        choices=["dev", "test", "fresh"],
+        help="only questions of this split (`fresh`: the docs suite's questions written after "
+        "its answer rules were built)",
+    )
     run.add_argument(
         "--scorer",
         choices=["embedding", "lexical", "none"],
