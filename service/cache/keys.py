@@ -17,7 +17,7 @@ from service.answerability import model_version as answerability_version
 from service.config import Settings
 from service.index.filters import FilterSpec
 
-PIPELINE_VERSION = "28"  # 28: only a named procedure grows; 27: definitions from any source
+PIPELINE_VERSION = "29"  # 29: a question's framing is no term; 28: a named procedure grows
 """Bump when retrieval or answer code changes what it returns for the same inputs."""
 
 

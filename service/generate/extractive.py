@@ -21,12 +21,19 @@ from service.text.markdown import is_block
 NO_ANSWER = "The sources do not answer this question."
 _PIECE = regex.compile(r"\S+\s*")
 
+FRAMING = regex.compile(
+    r"\b(?:make sure|ensure that|at least|at most)\b|\b\w+n['’]t\b|['’](?:s|re|ve|ll|d|m)\b",
+    regex.IGNORECASE,
+)
+"""How a question is framed, not what it asks about: "make sure", "at least", an auxiliary's
+contraction ("don't": its "don" and "t" are no terms) and a clitic ("it's")."""
+
 
 def pick_sentences(question: str, passages: Sequence[Passage], limit: int) -> list[tuple[str, str]]:
     """(sentence, source id) pairs that answer the question, at most `limit` (see
     service.generate.select: IDF-weighted coverage, the trusted passage first, no padding)."""
     how = asks_how(question)
-    terms = content_terms(question)
+    terms = content_terms(FRAMING.sub(" ", question))
     if how:  # the action asked for is a term, as English keeps "create": "… token बनाएँ।"
         terms |= action_terms(question)
     return select(terms, passages, limit, content_keys(question), how=how, what=asks_what(question))

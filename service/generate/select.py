@@ -50,6 +50,9 @@ from service.text.markdown import introduces, is_block, said, units
 from service.text.term_lists import mostly_term_lists, term_list_flags
 from service.text.terms import held_terms
 
+VERSION = regex.compile(r"\bv?\d+(?:\.\d+){2,}\b")
+"""A version number ("0.95.1"): its numbers are no terms a question's "1" or "95" means."""
+
 PASSAGE_PRIOR = 0.6
 POSITION_PRIOR = 0.02
 MIN_GAIN = 0.0
@@ -127,7 +130,7 @@ def candidates(
                     pos=pos,
                     text=sent,
                     source=p.id,
-                    terms=held_terms(said(sent), keys),
+                    terms=held_terms(VERSION.sub(" ", said(sent)), keys),
                     sim=sim,
                     step=steps and is_step(sent),
                 )

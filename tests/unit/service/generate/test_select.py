@@ -585,3 +585,46 @@ def test_a_how_answer_never_quotes_a_changelog_entry() -> None:
     assert all(sid == "S2" for _, sid in how), how
     when = pick_sentences("When was a SQL database example added to the docs?", [notes], 3)
     assert [sid for _, sid in when] == ["S1"]
+
+
+def test_how_a_question_is_framed_is_not_what_it_asks_about() -> None:
+    """ "make sure", "at least" and an auxiliary's contraction ("don't") are no question terms,
+    so a sentence that only shares them (FastAPI's "Make sure you upgrade …" tip) is not
+    quoted; without the framing it takes the first place (found on the docs suite's fresh
+    questions, README issue #14)."""
+    passages = [
+        Passage(
+            id="S1",
+            title="Query Parameters",
+            text=(
+                "Make sure you upgrade the version at least once before using it. "
+                "Don't forget to read the guide. "
+                "Set the parameter max_length to 50 to validate the query string length."
+            ),
+        )
+    ]
+    q = "How can I make sure my query string is at least validated? Why don't I see it?"
+    picked = pick_sentences(q, passages, 3)
+    assert [s for s, _ in picked] == [
+        "Set the parameter max_length to 50 to validate the query string length."
+    ]
+    # the same sentence wins on its own terms once the framing is gone
+    assert pick_sentences("How can I validate my query string?", passages, 3) == picked
+
+
+def test_a_version_number_holds_no_small_numbers() -> None:
+    """A question's "1" is not the last number of a version ("0.95.1")."""
+    passages = [
+        Passage(
+            id="S1",
+            title="Path",
+            text=(
+                "Upgrade to version 0.95.1 before using path parameters. "
+                "With ge=1 the path parameter item_id must be 1 or more."
+            ),
+        )
+    ]
+    picked = pick_sentences("Which path parameter value is 1?", passages, 1)
+    assert picked == [("With ge=1 the path parameter item_id must be 1 or more.", "S1")]
+    cands = select.candidates(passages)
+    assert "1" not in cands[0].terms and "1" in cands[1].terms

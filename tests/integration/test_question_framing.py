@@ -1,0 +1,46 @@
+"""A question's framing ("make sure", "at least", "don't") is not what it asks about, over the
+real embedder, Qdrant Edge and HTTP (`service.generate.extractive.FRAMING`): FastAPI's page on
+query validation holds the boilerplate tip "Make sure you Upgrade the FastAPI version … to at
+least 0.95.1", which shares only the framing of "How can I make sure …?" and, before, opened the
+answer; now the answer quotes what the page says about the length asked for."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from evals.datasets import SHARED_DATA
+from tests.helpers import auth, index_pages, make_key
+
+pytestmark = [pytest.mark.integration, pytest.mark.e2e]
+
+PAGE = "docs/tutorial/query-params-str-validations.md"
+TEXT = "".join(
+    (SHARED_DATA / "fastapi-docs/docs/en" / PAGE).read_text(encoding="utf-8").splitlines(True)[:86]
+)
+"""The first 86 lines of FastAPI's page (fastapi/fastapi@c3f316b7, MIT; the shared data)."""
+QUESTION = (
+    "How can I make sure an optional query string parameter is never longer than 50 characters?"
+)
+
+
+@pytest.fixture(scope="module")
+async def key(runtime: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    await index_pages(runtime, "framing-docs", tmp_path_factory.mktemp("framing"), {PAGE: TEXT})
+    return await make_key(runtime, "framing-docs", "uma", [])
+
+
+async def test_the_framing_of_a_question_does_not_pick_its_sentences(
+    http: httpx.AsyncClient, key: str
+) -> None:
+    resp = await http.post(
+        "/v1/answer", json={"query": QUESTION, "stream": False, "top_k": 3}, headers=auth(key)
+    )
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert body["abstained"] is False, body
+    answer = body["answer"]
+    assert "Make sure you" not in answer, answer  # the tip shares only "make sure", "at least"
+    assert "50 characters" in answer, answer
