@@ -17,7 +17,7 @@ from service.answerability import model_version as answerability_version
 from service.config import Settings
 from service.index.filters import FilterSpec
 
-PIPELINE_VERSION = "29"  # 29: a question's framing is no term; 28: a named procedure grows
+PIPELINE_VERSION = "30"  # 30: "For that …" comes with its need; 29: a question's framing
 """Bump when retrieval or answer code changes what it returns for the same inputs."""
 
 

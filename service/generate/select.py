@@ -92,9 +92,25 @@ CARRIES_ON = regex.compile(
 """A sentence opening with a connective or a pronoun that refers back (English, Hindi)."""
 
 
+FOR_THAT = regex.compile(
+    r"^\W*(?:for (?:that|this)|to (?:do|achieve|get) (?:that|this|so)|in (?:that|this) case"
+    r"|(?:इसके|उसके|इस|उस|ऐसा करने के|इसे करने के) लिए)(?!\w)",
+    regex.IGNORECASE,
+)
+"""A sentence that says how to do what the sentence before it wants ("Let's imagine you want to
+get the client's IP address …" → "For that you need to access the request directly.")."""
+
+
+def for_that(sentence: str) -> bool:
+    """A prose sentence that answers the need the one before it states."""
+    return not is_block(sentence) and FOR_THAT.match(sentence) is not None
+
+
 def carries_on(sentence: str) -> bool:
     """A prose sentence that leans on the one before it."""
-    return not is_block(sentence) and CARRIES_ON.match(sentence) is not None
+    return not is_block(sentence) and (
+        CARRIES_ON.match(sentence) is not None or FOR_THAT.match(sentence) is not None
+    )
 
 
 class Candidate(msgspec.Struct, kw_only=True):
@@ -342,7 +358,7 @@ def with_context(
         if (
             after is not None
             and (after.rank, after.pos) not in seen
-            and (introduces(c.text) or (what and carries_on(after.text)))
+            and (introduces(c.text) or for_that(after.text) or (what and carries_on(after.text)))
         ):
             bring(after)
 

@@ -358,11 +358,15 @@ def test_a_what_answer_takes_the_sentence_that_says_what_it_does() -> None:
     page = [Passage(id="S1", title="JSON Compatible Encoder", text=text)]
     what = [s for s, _ in pick_sentences("What does jsonable_encoder do?", page, 3)]
     assert what == [
+        "A database may not accept a Pydantic model.",  # what "For that" refers to
         "For that, you can use `jsonable_encoder`.",
         "It receives an object and returns a JSON compatible version.",
     ]
     which = [s for s, _ in pick_sentences("Which function is jsonable_encoder?", page, 3)]
-    assert which == ["For that, you can use `jsonable_encoder`."]
+    assert which == [
+        "A database may not accept a Pydantic model.",
+        "For that, you can use `jsonable_encoder`.",
+    ]
 
 
 def test_the_same_passage_without_how_stops_when_covered() -> None:
@@ -628,3 +632,29 @@ def test_a_version_number_holds_no_small_numbers() -> None:
     assert picked == [("With ge=1 the path parameter item_id must be 1 or more.", "S1")]
     cands = select.candidates(passages)
     assert "1" not in cands[0].terms and "1" in cands[1].terms
+
+
+def test_a_need_is_quoted_with_the_sentence_that_says_how_to_meet_it() -> None:
+    """A chosen sentence that states a need is followed by the next one when that one opens
+    with "For that" (or "To do that", "इसके लिए", …): the need alone answers nothing; and a
+    chosen "For that …" sentence comes after the need it refers to."""
+    passages = [
+        Passage(
+            id="S1",
+            title="Request",
+            text=(
+                "Let's imagine you want to get the client's IP address inside your function. "
+                "For that you need to access the request directly. "
+                "The request has many attributes."
+            ),
+        )
+    ]
+    picked = [s for s, _ in pick_sentences("How do I get the client's IP address?", passages, 1)]
+    assert picked == [
+        "Let's imagine you want to get the client's IP address inside your function.",
+        "For that you need to access the request directly.",
+    ]
+    assert select.for_that("इसके लिए, आप app.add_middleware() का उपयोग करते हैं।")
+    assert select.for_that("To do that, use the standard Python type hint typing.Union:")
+    assert not select.for_that("Formatting that text is optional.")
+    assert select.carries_on("For that you need to access the request directly.")

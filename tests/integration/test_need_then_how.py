@@ -1,0 +1,41 @@
+"""A sentence that states a need is quoted with the one after it that says how to meet it, over
+the real embedder, Qdrant Edge and HTTP (`service.generate.select.for_that`): on FastAPI's page
+"Using the Request Directly" the question's own words are in "Let's imagine you want to get the
+client's IP address/host inside of your path operation function.", and the answer is the next
+sentence, "For that you need to access the request directly.", which shares none of them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from evals.datasets import SHARED_DATA
+from tests.helpers import auth, index_pages, make_key
+
+pytestmark = [pytest.mark.integration, pytest.mark.e2e]
+
+PAGE = "docs/advanced/using-request-directly.md"
+TEXT = (SHARED_DATA / "fastapi-docs/docs/en" / PAGE).read_text(encoding="utf-8")
+"""FastAPI's page (fastapi/fastapi@c3f316b7, MIT; the shared data)."""
+QUESTION = "How can I get the client's IP address inside an endpoint?"
+
+
+@pytest.fixture(scope="module")
+async def key(runtime: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    await index_pages(runtime, "need-docs", tmp_path_factory.mktemp("need"), {PAGE: TEXT})
+    return await make_key(runtime, "need-docs", "uma", [])
+
+
+async def test_the_need_comes_with_how_to_meet_it(http: httpx.AsyncClient, key: str) -> None:
+    resp = await http.post(
+        "/v1/answer", json={"query": QUESTION, "stream": False, "top_k": 3}, headers=auth(key)
+    )
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert body["abstained"] is False, body
+    answer = body["answer"]
+    need = answer.find("you want to get the client's IP address")
+    how = answer.find("For that you need to access the request directly.")
+    assert 0 <= need < how, answer
