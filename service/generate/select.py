@@ -230,7 +230,23 @@ def select(
     if how and chosen:
         procedure = next((r for r, p in enumerate(passages) if p.procedure), PROCEDURE_RANK)
         _go_on_with_steps(chosen, cands, taken, question_terms, limit, procedure)
-    return [(c.text, c.source) for c in in_reading_order(with_context(chosen, cands, what))]
+    return [(c.text, c.source) for c in once(in_reading_order(with_context(chosen, cands, what)))]
+
+
+def once(units: Sequence[Candidate]) -> list[Candidate]:
+    """`units` without one whose text another quotes whole: overlapping chunks hold the same
+    sentence twice, and a sentence run on after a colon ("… आप लिख सकते हैं: ध्यान रखें कि …")
+    holds the next one (README, issue #14), which was then quoted a second time."""
+    out: list[Candidate] = []
+    for c in units:
+        if any(
+            c.text in o.text and (len(c.text) < len(o.text) or o in out)
+            for o in units
+            if o is not c
+        ):
+            continue
+        out.append(c)
+    return out
 
 
 def _definition(

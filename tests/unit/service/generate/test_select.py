@@ -658,3 +658,23 @@ def test_a_need_is_quoted_with_the_sentence_that_says_how_to_meet_it() -> None:
     assert select.for_that("To do that, use the standard Python type hint typing.Union:")
     assert not select.for_that("Formatting that text is optional.")
     assert select.carries_on("For that you need to access the request directly.")
+
+
+def test_a_sentence_is_quoted_once() -> None:
+    """Overlapping chunks hold the same sentence, and a sentence run on after a colon holds the
+    next one: neither is quoted a second time."""
+    first = Passage(
+        id="S1",
+        title="Responses",
+        text="To declare a 404 response model, you can write: Return a JSONResponse directly.",
+    )
+    second = Passage(id="S2", title="Responses", text="Return a JSONResponse directly.")
+    picked = pick_sentences("How do I declare a 404 response model JSONResponse?", [first, second], 3)
+    texts = [s for s, _ in picked]
+    assert texts == [
+        "To declare a 404 response model, you can write: Return a JSONResponse directly."
+    ]
+    again = Passage(id="S3", title="Responses", text=first.text)
+    picked = pick_sentences("How do I declare a 404 response model?", [first, again], 3)
+    assert [s for s, _ in picked] == [first.text]
+    assert select.once([]) == []

@@ -1,0 +1,41 @@
+"""No sentence is quoted twice, over the real embedder, Qdrant Edge and HTTP, five sources
+(`service.generate.select.once`): on FastAPI's Hindi page "OpenAPI में अतिरिक्त Responses" a
+sentence that ends in a colon runs on into the next paragraph's first sentence (its example, an
+MkDocs include, is removed at indexing), and that sentence was then quoted again on its own."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import httpx
+import pytest
+
+from evals.datasets import SHARED_DATA
+from tests.helpers import auth, index_pages, make_key
+
+pytestmark = [pytest.mark.integration, pytest.mark.e2e]
+
+PAGE = "docs/advanced/additional-responses.md"
+TEXT = (SHARED_DATA / "fastapi-docs/docs/hi" / PAGE).read_text(encoding="utf-8")
+"""FastAPI's Hindi page (fastapi/fastapi@c3f316b7, MIT; the shared data)."""
+QUESTION = "OpenAPI docs mein 404 response ke liye alag Pydantic model kaise dikhayein?"
+
+
+@pytest.fixture(scope="module")
+async def key(runtime: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    await index_pages(runtime, "once-docs", tmp_path_factory.mktemp("once"), {PAGE: TEXT})
+    return await make_key(runtime, "once-docs", "uma", [])
+
+
+async def test_no_sentence_is_quoted_twice(http: httpx.AsyncClient, key: str) -> None:
+    resp = await http.post(
+        "/v1/answer", json={"query": QUESTION, "stream": False, "top_k": 5}, headers=auth(key)
+    )
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert body["abstained"] is False, body
+    answer = body["answer"]
+    assert "404" in answer, answer
+    sentences = [s for s in re.split(r"(?<=[।.?!:])\s+|\s*\[S\d+\]\s*", answer) if len(s) > 20]
+    assert len(sentences) == len(set(sentences)), answer
