@@ -166,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=SHARED_DATA, help="shared data directory")
     parser.add_argument(
         "--split",
-        choices=["dev", "test", "fresh"],
+        choices=["dev", "test", "fresh", "fresh2"],
         help="only this split (default all): the dev or test half, or the fresh questions "
         "written after the answer rules were built (data/evals/docs/README.md)",
     )

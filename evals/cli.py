@@ -423,7 +423,7 @@ def register(sub: Any) -> None:
     run.add_argument("--limit", type=int, help="only the first N questions of each suite")
     run.add_argument(
         "--split",
-        choices=["dev", "test", "fresh"],
+        choices=["dev", "test", "fresh", "fresh2"],
         help="only questions of this split (`fresh`: the docs suite's questions written after "
         "its answer rules were built)",
     )
