@@ -669,7 +669,9 @@ def test_a_sentence_is_quoted_once() -> None:
         text="To declare a 404 response model, you can write: Return a JSONResponse directly.",
     )
     second = Passage(id="S2", title="Responses", text="Return a JSONResponse directly.")
-    picked = pick_sentences("How do I declare a 404 response model JSONResponse?", [first, second], 3)
+    picked = pick_sentences(
+        "How do I declare a 404 response model JSONResponse?", [first, second], 3
+    )
     texts = [s for s, _ in picked]
     assert texts == [
         "To declare a 404 response model, you can write: Return a JSONResponse directly."
