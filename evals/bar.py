@@ -40,6 +40,7 @@ import asyncpg
 from evals.datasets import SHARED_DATA
 from evals.load.server import ADMIN_URL, Server, machine, write_result
 from evals.results import Metrics, read_report
+from evals.suite import SPLITS
 
 SUITE = "docs"
 FIGURES: tuple[tuple[str, str, str, float], ...] = (
@@ -50,9 +51,6 @@ FIGURES: tuple[tuple[str, str, str, float], ...] = (
     ("off-topic abstention", "abstention.accuracy", "min", 0.80),
 )
 LANGS = ("en", "hi", "hinglish")
-SPLITS = ("dev", "test", "fresh", "fresh2")
-"""The questions the answer rules were chosen on (dev), checked on (test), and written after
-them (fresh, fresh2: data/evals/docs/README.md)."""
 
 
 def meets(kind: str, value: float | None, target: float) -> bool:

@@ -38,7 +38,7 @@ from evals.report_html import write_html
 from evals.report_text import render
 from evals.results import Report, read_report, write_report
 from evals.runner import Progress, SuiteRun, finish, run_info
-from evals.suite import SUITES_DIR, Suite, SuiteError, load_suite
+from evals.suite import SPLITS, SUITES_DIR, Suite, SuiteError, load_suite
 from service.config import Settings
 from service.embed.loader import load_embedder
 from service.ingest.summary import Summary
@@ -423,9 +423,9 @@ def register(sub: Any) -> None:
     run.add_argument("--limit", type=int, help="only the first N questions of each suite")
     run.add_argument(
         "--split",
-        choices=["dev", "test", "fresh", "fresh2"],
-        help="only questions of this split (`fresh`: the docs suite's questions written after "
-        "its answer rules were built)",
+        choices=list(SPLITS),
+        help="only questions of this split (`fresh`, `fresh2`: the docs suite's questions "
+        "written after its answer rules were built)",
     )
     run.add_argument(
         "--scorer",

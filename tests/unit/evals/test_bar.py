@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from evals.bar import FIGURES, SPLITS, meets, table
+from evals.bar import FIGURES, meets, table
+from evals.suite import SPLITS
 
 pytestmark = pytest.mark.unit
 

@@ -9,7 +9,15 @@ import pytest
 
 from evals.datasets import SHARED_DATA
 from evals.prepare import CANARY_PREFIX, can_see, canary_docs, visible_acl
-from evals.suite import CANARY_GROUP, SUITES_DIR, Manifest, SuiteError, load_suite, read_questions
+from evals.suite import (
+    CANARY_GROUP,
+    SPLITS,
+    SUITES_DIR,
+    Manifest,
+    SuiteError,
+    load_suite,
+    read_questions,
+)
 from service.text.tokenize import words
 
 pytestmark = pytest.mark.unit
@@ -105,7 +113,7 @@ def test_docs_evidence_is_on_its_gold_page_for_every_answerable_question() -> No
     pages = {d.id: d.text for d in suite.corpus()} if suite.corpus_path else {}
     root = SHARED_DATA / "fastapi-docs" / "docs"
     for q in suite.questions:
-        assert q.tags.get("split") in {"dev", "test", "fresh", "fresh2"}, q.id
+        assert q.tags.get("split") in SPLITS, q.id
         if not q.answerable:
             continue
         assert set(q.evidence) == set(q.gold_docs), q.id
