@@ -94,6 +94,12 @@ async def index_pages(runtime: Any, tenant: str, root: Path, pages: dict[str, st
     return summary
 
 
+async def page_key(runtime: Any, tenant: str, root: Path, page: str, text: str) -> str:
+    """A query key of a tenant whose one public page, `page`, holds `text`."""
+    await index_pages(runtime, tenant, root, {page: text})
+    return await make_key(runtime, tenant, "uma", [])
+
+
 def write(root: Path, rel: str, text: str) -> Path:
     path = root / rel
     path.parent.mkdir(parents=True, exist_ok=True)

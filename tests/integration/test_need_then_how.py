@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from evals.datasets import SHARED_DATA
-from tests.helpers import auth, index_pages, make_key
+from tests.helpers import answered, page_key
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
@@ -24,18 +24,11 @@ QUESTION = "How can I get the client's IP address inside an endpoint?"
 
 @pytest.fixture(scope="module")
 async def key(runtime: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
-    await index_pages(runtime, "need-docs", tmp_path_factory.mktemp("need"), {PAGE: TEXT})
-    return await make_key(runtime, "need-docs", "uma", [])
+    return await page_key(runtime, "need-docs", tmp_path_factory.mktemp("need"), PAGE, TEXT)
 
 
 async def test_the_need_comes_with_how_to_meet_it(http: httpx.AsyncClient, key: str) -> None:
-    resp = await http.post(
-        "/v1/answer", json={"query": QUESTION, "stream": False, "top_k": 3}, headers=auth(key)
-    )
-    assert resp.status_code == 200, resp.text
-    body = resp.json()
-    assert body["abstained"] is False, body
-    answer = body["answer"]
+    answer = (await answered(http, key, QUESTION, top_k=3))["answer"]
     need = answer.find("you want to get the client's IP address")
     how = answer.find("For that you need to access the request directly.")
     assert 0 <= need < how, answer

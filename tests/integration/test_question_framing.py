@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from evals.datasets import SHARED_DATA
-from tests.helpers import auth, index_pages, make_key
+from tests.helpers import answered, page_key
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
@@ -28,19 +28,12 @@ QUESTION = (
 
 @pytest.fixture(scope="module")
 async def key(runtime: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
-    await index_pages(runtime, "framing-docs", tmp_path_factory.mktemp("framing"), {PAGE: TEXT})
-    return await make_key(runtime, "framing-docs", "uma", [])
+    return await page_key(runtime, "framing-docs", tmp_path_factory.mktemp("framing"), PAGE, TEXT)
 
 
 async def test_the_framing_of_a_question_does_not_pick_its_sentences(
     http: httpx.AsyncClient, key: str
 ) -> None:
-    resp = await http.post(
-        "/v1/answer", json={"query": QUESTION, "stream": False, "top_k": 3}, headers=auth(key)
-    )
-    assert resp.status_code == 200, resp.text
-    body = resp.json()
-    assert body["abstained"] is False, body
-    answer = body["answer"]
+    answer = (await answered(http, key, QUESTION, top_k=3))["answer"]
     assert "Make sure you" not in answer, answer  # the tip shares only "make sure", "at least"
     assert "50 characters" in answer, answer

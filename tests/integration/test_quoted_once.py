@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from evals.datasets import SHARED_DATA
-from tests.helpers import auth, index_pages, make_key
+from tests.helpers import answered, page_key
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
@@ -24,18 +24,11 @@ QUESTION = "OpenAPI docs mein 404 response ke liye alag Pydantic model kaise dik
 
 @pytest.fixture(scope="module")
 async def key(runtime: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
-    await index_pages(runtime, "once-docs", tmp_path_factory.mktemp("once"), {PAGE: TEXT})
-    return await make_key(runtime, "once-docs", "uma", [])
+    return await page_key(runtime, "once-docs", tmp_path_factory.mktemp("once"), PAGE, TEXT)
 
 
 async def test_no_sentence_is_quoted_twice(http: httpx.AsyncClient, key: str) -> None:
-    resp = await http.post(
-        "/v1/answer", json={"query": QUESTION, "stream": False, "top_k": 5}, headers=auth(key)
-    )
-    assert resp.status_code == 200, resp.text
-    body = resp.json()
-    assert body["abstained"] is False, body
-    answer = body["answer"]
+    answer = (await answered(http, key, QUESTION, top_k=5))["answer"]
     assert "404" in answer, answer
     sentences = [s for s in re.split(r"(?<=[।.?!:])\s+|\s*\[S\d+\]\s*", answer) if len(s) > 20]
     assert len(sentences) == len(set(sentences)), answer
