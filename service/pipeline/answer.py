@@ -32,7 +32,7 @@ from service.index.protocol import Hit
 from service.pipeline.abstain import abstention
 from service.pipeline.align import Aligner
 from service.pipeline.budget import Budget
-from service.pipeline.definition import page_about, page_opening, page_subject, with_opening
+from service.pipeline.definition import page_about, page_opening, with_opening
 from service.pipeline.events import Done, Event, Meta, Source, Sources, Token, Usage
 from service.pipeline.generation import generate
 from service.pipeline.ground import Grounder
@@ -236,8 +236,8 @@ class AnswerPipeline:
                 top = answer_sources(q.query, self._followed(hits, q.query), q.top_k)
         top = unfound_pointers_down(top, q.query)
         how = asks_how(q.query)
-        about = page_about(q.query, top)  # the page the question asks about, if a source
-        subject = page_subject(q.query, about) if about is not None else frozenset()
+        # the page the question asks about, if a source, and what it asks about
+        about, subject = page_about(q.query, top) or (None, frozenset[str]())
         if not top or q.top_k < 2 or not (how or subject):
             return top, None, None, None
         docs = list(dict.fromkeys([top[0].doc_id, *([about.doc_id] if about else [])]))

@@ -35,28 +35,17 @@ from service.text.markdown import units
 from service.text.terms import held_terms
 
 
-def page_subject(question: str, source: Hit) -> frozenset[str]:
-    """The terms of what `question` asks about when `source`'s page title holds every one of
-    them (the page is about it); empty otherwise."""
-    subject = asked_subject(question)
-    if subject is None:
-        return frozenset()
-    terms = frozenset(content_terms(subject))
-    if terms and terms <= title_terms(source, subject):
-        return terms
-    return frozenset()
-
-
 def title_terms(source: Hit, subject: str) -> frozenset[str]:
     """The terms `source`'s page title holds (the subject's Devanagari terms matched in Latin
     letters too: `content_keys`)."""
     return held_terms(source.title.split(SECTION_SEPARATOR)[0], content_keys(subject))
 
 
-def page_about(question: str, sources: Sequence[Hit]) -> Hit | None:
-    """The source whose page the question asks about: of those whose page title holds the whole
-    subject (`page_subject`), the one whose title holds least besides ("Middleware" before
-    "Advanced Middleware"), the best-ranked of equals; None when none does."""
+def page_about(question: str, sources: Sequence[Hit]) -> tuple[Hit, frozenset[str]] | None:
+    """The source whose page the question asks about, and the terms of what it asks about: of
+    the sources whose page title holds every one of those terms (the page is about it), the one
+    whose title holds least besides ("Middleware" before "Advanced Middleware"), the
+    best-ranked of equals; None when none does."""
     subject = asked_subject(question)
     terms = frozenset(content_terms(subject)) if subject is not None else frozenset()
     if subject is None or not terms:
@@ -65,7 +54,7 @@ def page_about(question: str, sources: Sequence[Hit]) -> Hit | None:
     about = [(i, h, held) for i, h, held in about if terms <= held]
     if not about:
         return None
-    return min(about, key=lambda ih: (len(ih[2] - terms), ih[0]))[1]
+    return min(about, key=lambda ih: (len(ih[2] - terms), ih[0]))[1], terms
 
 
 def page_opening(page: Sequence[Hit], subject: frozenset[str], question: str) -> Hit | None:

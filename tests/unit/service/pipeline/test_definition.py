@@ -15,7 +15,7 @@ from service.identity import Principal
 from service.index.filters import AnyOf, FilterSpec, Match
 from service.index.protocol import Hit
 from service.pipeline.answer import AnswerPipeline, PreparedAnswer, Question
-from service.pipeline.definition import page_about, page_opening, page_subject, with_opening
+from service.pipeline.definition import page_about, page_opening, with_opening
 from service.pipeline.procedure import PAGE_HITS
 from service.text.instructions import asked_subject, defines
 from tests.cache_helpers import (
@@ -104,14 +104,15 @@ def test_a_long_question_is_read_in_bounded_windows() -> None:
 
 def test_only_a_question_about_what_its_page_is_about_asks_for_the_page_s_opening() -> None:
     top = chunk(CREATE, 4, "Create a middleware")
-    assert page_subject("What is a middleware and how do I create one?", top) == {"middlewar"}
-    assert page_subject("मिडलवेयर क्या है और इसे कैसे बनाएं?", top) == {"मिडलवेयर"}  # Latin title
+    asked = "What is a middleware and how do I create one?"
+    assert page_about(asked, [top]) == (top, {"middlewar"})
+    assert page_about("मिडलवेयर क्या है और इसे कैसे बनाएं?", [top]) == (top, {"मिडलवेयर"})  # Latin
     # a factoid about something the page's title does not name; a how-question; a section's
     # own heading (not the page's title) naming the subject does not count either
-    assert page_subject("What is the capital of France?", top) == frozenset()
-    assert page_subject("How do I create a middleware?", top) == frozenset()
+    assert page_about("What is the capital of France?", [top]) is None
+    assert page_about("How do I create a middleware?", [top]) is None
     tasks = chunk("Tasks run later.", 2, "Middleware and background tasks", page="Background")
-    assert page_subject("What is a middleware?", tasks) == frozenset()
+    assert page_about("What is a middleware?", [tasks]) is None
 
 
 def test_the_page_s_opening_is_its_earliest_chunk_before_a_heading_that_names_the_subject() -> None:
@@ -125,7 +126,8 @@ def test_the_page_s_opening_is_its_earliest_chunk_before_a_heading_that_names_th
     assert page_opening([create, silent], subject, question) is None  # names nothing asked
     hindi = chunk(HI_OPENING, 0, doc_id=HI_PAGE)
     asked = "मिडलवेयर क्या है?"
-    assert page_opening([hindi], page_subject(asked, hindi), asked) == hindi
+    assert page_opening([hindi], frozenset({"मिडलवेयर"}), asked) == hindi
+    assert page_about(asked, [hindi]) == (hindi, {"मिडलवेयर"})
 
 
 def test_an_opening_that_says_no_definition_is_not_used() -> None:
@@ -144,8 +146,8 @@ def test_the_page_asked_about_is_the_one_titled_with_the_subject_alone() -> None
     )
     tutorial = chunk(CREATE, 4, "Create a middleware")
     question = "What is a middleware and how do I create one?"
-    assert page_about(question, [notes, advanced, tutorial]) == tutorial
-    assert page_about(question, [notes, advanced]) == advanced
+    assert page_about(question, [notes, advanced, tutorial]) == (tutorial, {"middlewar"})
+    assert page_about(question, [notes, advanced]) == (advanced, {"middlewar"})
     assert page_about(question, [notes]) is None
     assert page_about("How do I create a middleware?", [tutorial]) is None
 
