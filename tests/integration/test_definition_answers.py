@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.helpers import auth, index_pages, make_key
+from tests.helpers import answered, auth, index_pages, make_key
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
@@ -110,13 +110,8 @@ async def test_the_page_asked_about_may_rank_below_another_that_mentions_it(
 
 
 async def ask(http: httpx.AsyncClient, key: str, question: str) -> dict[str, Any]:
-    resp = await http.post(
-        "/v1/answer", json={"query": question, "stream": False, "top_k": 3}, headers=auth(key)
-    )
-    assert resp.status_code == 200, resp.text
-    body: dict[str, Any] = resp.json()
-    assert body["abstained"] is False, body
-    return body
+    """The question's answer from its top three sources, which must not be an abstention."""
+    return await answered(http, key, question, top_k=3)
 
 
 async def searched(http: httpx.AsyncClient, key: str, question: str) -> list[dict[str, Any]]:
