@@ -15,8 +15,10 @@ figures of the bar with their targets:
 - off-topic abstention: share of off-topic questions abstained on.
 
 The first three are over the answerable questions answered (an abstention there counts in
-"wrong abstention" instead). Exit 0 when every figure meets its target, 3 otherwise. Nothing is
-tuned here: the command only measures.
+"wrong abstention" instead). Each figure comes with its 95 % interval: 2,000 bootstrap
+resamples of the questions it is over, fixed seed, so a column of 30 questions shows how far
+its figure could move on another 30 like them. Exit 0 when every figure meets its target, 3
+otherwise. Nothing is tuned here: the command only measures.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
+import numpy as np
 
 from evals.datasets import SHARED_DATA
 from evals.load.server import ADMIN_URL, Server, machine, write_result
@@ -51,6 +54,7 @@ FIGURES: tuple[tuple[str, str, str, float], ...] = (
     ("off-topic abstention", "abstention.accuracy", "min", 0.80),
 )
 LANGS = ("en", "hi", "hinglish")
+RESAMPLES = 2000
 
 
 def meets(kind: str, value: float | None, target: float) -> bool:
@@ -61,6 +65,39 @@ def meets(kind: str, value: float | None, target: float) -> bool:
 
 def figures(metrics: Metrics) -> dict[str, float | None]:
     return {name: metrics.get(key) for name, key, _, _ in FIGURES}
+
+
+def interval(
+    values: Sequence[float], resamples: int = RESAMPLES, seed: int = 0
+) -> list[float] | None:
+    """The 95 % bootstrap interval of the mean of `values` ([low, high]; None: no values)."""
+    if not values:
+        return None
+    v = np.asarray(values, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    means = v[rng.integers(0, len(v), size=(resamples, len(v)))].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return [round(float(low), 3), round(float(high), 3)]
+
+
+def intervals(scores: Sequence[Metrics]) -> dict[str, list[float] | None]:
+    """Each figure's interval over the questions (their per-question scores) it is made of."""
+    return {
+        name: interval([v for s in scores if (v := s.get(key)) is not None])
+        for name, key, _, _ in FIGURES
+    }
+
+
+def interval_table(columns: dict[str, dict[str, list[float] | None]]) -> str:
+    """The figures' 95 % intervals, one column per language (or split)."""
+    lines = [f"{'':22s}" + "".join(f"{c:>14s}" for c in columns)]
+    for name, *_ in FIGURES:
+        cells = ""
+        for c in columns:
+            iv = columns[c][name]
+            cells += f"{'–' if iv is None else f'{iv[0]:.2f}–{iv[1]:.2f}':>14s}"
+        lines.append(f"{name:22s}{cells}")
+    return "\n".join(lines)
 
 
 def table(by_lang: dict[str, dict[str, float | None]], counts: dict[str, int]) -> str:
@@ -165,11 +202,18 @@ def figures_by_lang(report_path: Path) -> dict[str, Any]:
     split_counts = {
         sp: sum(1 for q in report.questions if q.tags.get("split") == sp) for sp in by_split
     }
+    mine = [q for q in report.questions if q.suite == SUITE]
+    lang_iv = {lang: intervals([q.scores for q in mine if q.lang == lang]) for lang in LANGS}
+    lang_iv["all"] = intervals([q.scores for q in mine])
+    split_iv = {
+        sp: intervals([q.scores for q in mine if q.tags.get("split") == sp]) for sp in by_split
+    }
     return {
         "by_lang": by_lang,
         "counts": counts,
         "by_split": by_split,
         "split_counts": split_counts,
+        "intervals": {"by_lang": lang_iv, "by_split": split_iv, "resamples": RESAMPLES},
         "eval_report": str(report_path),
     }
 
@@ -219,6 +263,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(result["by_split"]) > 1:  # how the figures hold beyond the questions tuned on
         print("\nby split, all languages:")
         print(table(result["by_split"], result["split_counts"]))
+    ivs = result["intervals"]
+    print(f"\n95 % intervals ({RESAMPLES:,} bootstrap resamples of the questions):")
+    print(interval_table(ivs["by_lang"] | ivs["by_split"]))
     met = all(
         meets(kind, result["by_lang"][lang][name], target)
         for name, _, kind, target in FIGURES

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from evals.bar import FIGURES, meets, table
+from evals.bar import FIGURES, interval, interval_table, intervals, meets, table
 from evals.suite import SPLITS
 
 pytestmark = pytest.mark.unit
@@ -28,3 +28,33 @@ def test_splits_and_targets() -> None:
     assert SPLITS[:2] == ("dev", "test") and "fresh2" in SPLITS
     assert meets("min", 0.75, 0.75) and not meets("min", None, 0.75)
     assert meets("max", 0.1, 0.1) and not meets("max", 0.2, 0.1)
+
+
+def test_an_interval_holds_the_mean_and_narrows_with_more_questions() -> None:
+    """The bootstrap interval of a figure: around its mean, wider over 30 questions than over
+    300 like them, the same on every run (fixed seed), none without questions."""
+    few = [1.0] * 18 + [0.0] * 12  # 0.6 over 30 questions
+    many = few * 10
+    lo, hi = interval(few) or [0.0, 0.0]
+    assert lo < 0.6 < hi and lo > 0.4 and hi < 0.8
+    lo2, hi2 = interval(many) or [0.0, 0.0]
+    assert lo < lo2 < 0.6 < hi2 < hi
+    assert interval(few) == interval(few)
+    assert interval([0.25, 0.25, 0.25]) == [0.25, 0.25]
+    assert interval([]) is None
+
+
+def test_intervals_are_over_the_questions_each_figure_is_made_of() -> None:
+    """A figure's per-question score is missing where it does not apply (no evidence figure
+    for an off-topic question): those questions are not resampled as zeros."""
+    answered = {"answers.evidence_recall": 0.8, "abstention.false_rate": 0.0}
+    off_topic = {"abstention.accuracy": 1.0}
+    ivs = intervals([answered, answered, off_topic])
+    assert ivs["evidence held"] == [0.8, 0.8]
+    assert ivs["off-topic abstention"] == [1.0, 1.0]
+    assert ivs["gold page cited"] is None
+    out = interval_table({"fresh2": ivs})
+    held = next(line for line in out.splitlines() if line.startswith("evidence held"))
+    assert held.split()[-1] == "0.80–0.80"
+    cited = next(line for line in out.splitlines() if line.startswith("gold page cited"))
+    assert cited.split()[-1] == "–"
