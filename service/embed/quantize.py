@@ -33,16 +33,18 @@ kept next to the exports so later starts read it instead of timing again.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import logging
+import os
 import platform
 import re
 import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -78,13 +80,41 @@ def quantized_query_model(onnx_dir: Path, kind: Quantization = "block8") -> Path
             return target
         tmp = Path(tempfile.mkdtemp(prefix=f".onnx-{kind}.tmp-", dir=onnx_dir.parent))
         try:
-            MAKERS[kind](source, tmp / ONNX_FILE)
+            with quiet_quantizer():
+                MAKERS[kind](source, tmp / ONNX_FILE)
             (tmp / "source.txt").write_text(stamp)
             shutil.rmtree(out_dir, ignore_errors=True)
             tmp.rename(out_dir)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+_QUANTIZATION = os.path.join("onnxruntime", "quantization", "")
+
+
+class _QuantizerChatter(logging.Filter):
+    """A record onnxruntime's quantization tools log below ERROR: they log every node they
+    visit, some on the root logger ("Quantization parameters for tensor … not specified"), 577
+    lines on a first `ragline serve`, which buried the demo's URL and key."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.ERROR or _QUANTIZATION not in record.pathname
+
+
+@contextlib.contextmanager
+def quiet_quantizer() -> Iterator[None]:
+    """While a quantized copy is made, the root logger's handlers drop onnxruntime's
+    quantization chatter (below ERROR); every other record passes as before."""
+    chatter = _QuantizerChatter()
+    handlers = list(logging.getLogger().handlers)
+    for handler in handlers:
+        handler.addFilter(chatter)
+    try:
+        yield
+    finally:
+        for handler in handlers:
+            handler.removeFilter(chatter)
 
 
 class UnsupportedModel(ValueError):

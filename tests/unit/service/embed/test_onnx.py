@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 from pathlib import Path
 
@@ -402,3 +403,35 @@ def test_only_a_quantized_copys_lone_query_session_spins(onnx_dir: Path) -> None
     fp32 = OnnxEmbedder(packaged_model_dir(), onnx_dir, threads=1)
     assert fp32.lone_queries(2) is not None and fp32._wide is not None
     assert not spins(fp32._wide) and not spins(fp32._session)
+
+
+def test_making_a_quantized_copy_logs_none_of_onnxruntimes_chatter(
+    onnx_dir: Path, embedder: OnnxEmbedder, tmp_path: Path
+) -> None:
+    """onnxruntime's quantization tools log every node they visit (577 lines on a first
+    `ragline serve`, the demo's key scrolled away under them): none of it reaches the
+    service's log, and everything else still does."""
+    from service.embed.quantize import quantized_query_model  # noqa: PLC0415
+
+    fresh = tmp_path / "models" / "onnx"
+    shutil.copytree(onnx_dir, fresh)  # the fp32 export; its quantized copies are made anew
+    heard: list[logging.LogRecord] = []
+
+    class Hear(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            heard.append(record)
+
+    root, hear = logging.getLogger(), Hear(level=logging.DEBUG)
+    level = root.level
+    root.addHandler(hear)
+    root.setLevel(logging.INFO)
+    try:
+        for kind in ("block8", "split8"):
+            assert quantized_query_model(fresh, kind) is not None
+        logging.getLogger("ragline.embed").info("still heard")
+    finally:
+        root.removeHandler(hear)
+        root.setLevel(level)
+    assert [r.pathname for r in heard if "onnxruntime" in r.pathname] == []
+    assert "still heard" in [r.getMessage() for r in heard]
+    assert hear.filters == []  # the filter goes with the copy's making
