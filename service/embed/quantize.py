@@ -102,10 +102,25 @@ class _QuantizerChatter(logging.Filter):
         return record.levelno >= logging.ERROR or _QUANTIZATION not in record.pathname
 
 
+def _import_quantizer() -> None:
+    """Import onnxruntime's quantization tools without what their import does to logging:
+    `matmul_nbits_quantizer` calls `logging.basicConfig(level=INFO)`, so a process without a
+    log handler yet (`ragline index add`, an eval) got one on the root logger, at INFO, and
+    printed every library's INFO records from then on. Its handler and level are undone."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    import onnxruntime.quantization.matmul_nbits_quantizer  # noqa: PLC0415, F401
+
+    for handler in [h for h in root.handlers if h not in handlers]:
+        root.removeHandler(handler)
+    root.setLevel(level)
+
+
 @contextlib.contextmanager
 def quiet_quantizer() -> Iterator[None]:
     """While a quantized copy is made, the root logger's handlers drop onnxruntime's
     quantization chatter (below ERROR); every other record passes as before."""
+    _import_quantizer()
     chatter = _QuantizerChatter()
     handlers = list(logging.getLogger().handlers)
     for handler in handlers:

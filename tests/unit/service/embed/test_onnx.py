@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -435,3 +437,28 @@ def test_making_a_quantized_copy_logs_none_of_onnxruntimes_chatter(
     assert [r.pathname for r in heard if "onnxruntime" in r.pathname] == []
     assert "still heard" in [r.getMessage() for r in heard]
     assert hear.filters == []  # the filter goes with the copy's making
+
+
+def test_a_process_without_logging_gets_none_from_making_a_quantized_copy(
+    onnx_dir: Path, embedder: OnnxEmbedder, tmp_path: Path
+) -> None:
+    """onnxruntime's `matmul_nbits_quantizer` calls `logging.basicConfig(level=INFO)` when it
+    is imported: a process with no log handler yet (`ragline index add`, an eval) printed its
+    per-node lines and every library's INFO records from then on. Made in such a process, a
+    quantized copy prints nothing and leaves the root logger as it was."""
+    fresh = tmp_path / "models" / "onnx"
+    shutil.copytree(onnx_dir, fresh)
+    code = (
+        "import logging, sys\n"
+        "from pathlib import Path\n"
+        "from service.embed.quantize import quantized_query_model\n"
+        f"assert quantized_query_model(Path({str(fresh)!r}), 'block8') is not None\n"
+        "root = logging.getLogger()\n"
+        "logging.getLogger('some.library').info('an INFO record nobody asked for')\n"
+        "print(len(root.handlers), logging.getLevelName(root.level))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True
+    )
+    assert done.stdout.split() == ["0", "WARNING"]
+    assert "quantiz" not in done.stderr and "nobody asked" not in done.stderr
