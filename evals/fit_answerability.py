@@ -75,7 +75,7 @@ ALIGNED_FEATURES = [*SENTENCE_FEATURES, "align_mean", "align_min"]
 ALIGN_BAND = (0.05, 0.7)
 """The `sentence` model's p(answerable) band in which `aligned` decides (`--align-band`): the
 narrowest upper end whose dev rates equal deciding everywhere (0.6 lost CLAPnq dev abstention)."""
-VERSION = "answerability-5"
+VERSION = "answerability-6"
 
 
 class Row(msgspec.Struct, kw_only=True):

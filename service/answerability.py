@@ -229,11 +229,27 @@ def alignment(
     wv = w_states[0]
     if not len(qv) or not len(wv):
         return 0.0, 0.0
-    terms = content_terms(question)
-    content = [bool(terms & set(bm25_terms(question[a:b]))) for a, b in offsets]
+    content = content_pieces(question, offsets)
     best = (qv @ wv.T).max(axis=1)
     picked = best[content] if any(content) else best
     return float(picked.mean()), float(picked.min())
+
+
+_QUESTION_WORD = regex.compile(r"[\p{L}\p{M}\p{N}_]+")
+
+
+def content_pieces(question: str, offsets: Sequence[tuple[int, int]]) -> list[bool]:
+    """Whether each word piece (its char offsets in `question`) belongs to a content word: the
+    word it lies in is judged whole, so "CORS" ("co" + "##rs"), "Pydantic" or "OAuth2", whose
+    pieces alone are no terms, count with all their pieces (judged piece by piece, "How do I
+    add CORS?" was aligned on "add" alone, which its best sentences do not say, and its
+    answer abstained)."""
+    terms = content_terms(question)
+    spans = [
+        (m.start(), m.end(), bool(terms & set(bm25_terms(m.group()))))
+        for m in _QUESTION_WORD.finditer(question)
+    ]
+    return [any(a < end and start < b and c for start, end, c in spans) for a, b in offsets]
 
 
 def token_alignment(pieces: PieceVectors, question: str, window: str) -> tuple[float, float]:

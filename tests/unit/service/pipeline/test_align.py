@@ -14,6 +14,7 @@ from service.answerability import (
     Signals,
     alignment,
     alignment_window,
+    content_pieces,
     decide,
     token_alignment,
 )
@@ -162,6 +163,26 @@ def test_alignment_finds_the_question_words_a_sentence_holds_and_misses_the_rest
     missing = token_alignment(pieces, "what does the company export", window)
     assert held[1] == pytest.approx(1.0, abs=1e-3)  # "founded" and "company" are both there
     assert missing[1] < 0.5 < held[1]  # "export" is not
+
+
+def test_a_word_cut_into_pieces_counts_with_all_of_them(pieces: PieceVectors) -> None:
+    """A word of several pieces ("CORS" is "co" + "##rs", "Eiffel" three): no piece alone is a
+    term, yet the word is what the question asks about. Judged piece by piece, "How do I add
+    CORS?" was aligned on "add" alone (its best sentences do not say it), and its answer
+    abstained."""
+    q = "How do I add CORS?"
+    _, offsets = pieces.states(q, 32)
+    flags = dict(zip((q[a:b] for a, b in offsets), content_pieces(q, offsets), strict=True))
+    assert flags == {"How": False, "do": False, "I": False, "add": True, "CO": True,
+                     "RS": True, "?": False}  # fmt: skip
+    window = "You can configure CORS in your application using the CORSMiddleware."
+    mean, weakest = token_alignment(pieces, q, window)
+    assert weakest < 0.5 < mean  # "CORS" is there, "add" is not
+    # a name the window lacks is missed, though the question's other words are all there
+    q = "When was the Eiffel Tower built?"  # "Eiffel": "e" + "##iff" + "##el"
+    held = token_alignment(pieces, q, "The Eiffel Tower was built in 1889.")
+    missing = token_alignment(pieces, q, "The Tower was built in 1889.")
+    assert held[1] > 0.99 > missing[1] and missing[0] < held[0]
 
 
 def test_alignment_is_on_unless_turned_off_and_needs_the_models_table(
