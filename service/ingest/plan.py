@@ -28,7 +28,7 @@ from service.ingest.sentences import unit_spans
 from service.ingest.summary import Failure, Progress, Summary, printable
 from service.text.bm25 import SparseVec, doc_vector
 
-CHUNKER_VERSION = "13"  # 2: MkDocs directives removed; code, lists, tables keep lines
+CHUNKER_VERSION = "14"  # 2: MkDocs directives removed; code, lists, tables keep lines
 # 3: sentence vectors pooled from the chunk's pass (service.ingest.sentences)
 # 4: BM25 vectors carry the words' consonant skeletons (service.text.phonetic)
 # 5: sentences keep initials ("William E. Simon") and their closing quote or bracket
@@ -40,6 +40,7 @@ CHUNKER_VERSION = "13"  # 2: MkDocs directives removed; code, lists, tables keep
 # 11: more Hindi function words are (अगर, लेकिन, जैसे, सकते, होगा, …)
 # 12: … in any of their spellings ("परन्तु", "जाये", "इसमे")
 # 13: BM25 vectors carry the English terms of Hindi software words (service.text.glossary)
+# 14: … and of short loanwords spelled in Devanagari ("पाथ" path, "हेडर" header, "एपीआई" api)
 TOMBSTONE_SPARSE = SparseVec([], [])
 MAX_DOC_ID_CHARS = 512
 """Document ids longer than this are refused (they key points, rows, URLs and logs)."""

@@ -71,6 +71,16 @@ async def test_a_short_question_on_a_word_cut_into_pieces_is_answered(
     assert cited == {"en/tutorial/cors.md"}, body
 
 
+async def test_a_hindi_question_spelling_a_short_english_word_is_answered(
+    http: httpx.AsyncClient, sample_key: str
+) -> None:
+    """Asked with "पाथ" for "path" (two consonants: no skeleton meets it; the glossary does),
+    the question found "parameter" alone before, and its answer abstained (the demo)."""
+    body = await answered(http, sample_key, "पाथ पैरामीटर क्या है?")
+    cited = {s["doc_id"] for s in body["sources"] if s["id"] in body["citations"]}
+    assert cited and cited <= {"hi/tutorial/path-params.md", "en/tutorial/path-params.md"}, body
+
+
 async def test_short_cors_question_is_not_rated_below_the_average_answer(
     http: httpx.AsyncClient, sample_key: str
 ) -> None:

@@ -42,3 +42,18 @@ def test_every_glossary_word_is_written_in_devanagari() -> None:
     """`may_hold` looks for Devanagari: a glossary word in another script would be missed."""
     for hindi in _table():
         assert may_hold(hindi), hindi
+
+
+def test_a_short_loanword_in_devanagari_asks_for_its_english_word() -> None:
+    """The loanword "पाथ" (path) has two consonants, too few for a skeleton
+    (`service.text.phonetic`): it met nothing, so "पाथ पैरामीटर क्या है?" asked for
+    "parameter" alone and the demo abstained."""
+    question = "पाथ पैरामीटर क्या है?"
+    assert "path" in query_terms(question)
+    keys = content_keys(question)
+    held = held_terms("Path parameters are declared with Python format strings.", keys)
+    assert {bm25_terms("पाथ")[0], bm25_terms("पैरामीटर")[0]} <= held
+    for hindi, english in [("हेडर", "header"), ("एपीआई", "api"), ("यूआरएल", "url")]:
+        assert english_terms(bm25_terms(hindi)[0])[0] == bm25_terms(english)[0]
+    # a page writing the loanword carries the English term, as it does for the list's others
+    assert term_id("path") in doc_vector("पाथ पैरामीटर घोषित करें").indices
