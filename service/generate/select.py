@@ -108,9 +108,7 @@ def for_that(sentence: str) -> bool:
 
 def carries_on(sentence: str) -> bool:
     """A prose sentence that leans on the one before it."""
-    return not is_block(sentence) and (
-        CARRIES_ON.match(sentence) is not None or FOR_THAT.match(sentence) is not None
-    )
+    return for_that(sentence) or (not is_block(sentence) and CARRIES_ON.match(sentence) is not None)
 
 
 class Candidate(msgspec.Struct, kw_only=True):
