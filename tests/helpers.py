@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from evals.datasets import SHARED_DATA
 from indexing.loaders import load_path
 from service.cli import main
 from service.db.keys import create_key
@@ -92,6 +93,12 @@ async def index_pages(runtime: Any, tenant: str, root: Path, pages: dict[str, st
     summary = await index_files(runtime, tenant, root, public=True)
     assert summary.failed == 0 and summary.added == len(pages), summary.errors
     return summary
+
+
+def fastapi_page(lang: str, page: str) -> str:
+    """A page of FastAPI's documentation in the shared data (fastapi/fastapi@c3f316b7, MIT):
+    `page` under `docs/<lang>/`."""
+    return (SHARED_DATA / "fastapi-docs/docs" / lang / page).read_text(encoding="utf-8")
 
 
 async def page_key(runtime: Any, tenant: str, root: Path, page: str, text: str) -> str:

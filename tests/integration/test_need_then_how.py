@@ -11,13 +11,12 @@ from typing import Any
 import httpx
 import pytest
 
-from evals.datasets import SHARED_DATA
-from tests.helpers import answered, page_key
+from tests.helpers import answered, fastapi_page, page_key
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
 PAGE = "docs/advanced/using-request-directly.md"
-TEXT = (SHARED_DATA / "fastapi-docs/docs/en" / PAGE).read_text(encoding="utf-8")
+TEXT = fastapi_page("en", PAGE)
 """FastAPI's page (fastapi/fastapi@c3f316b7, MIT; the shared data)."""
 QUESTION = "How can I get the client's IP address inside an endpoint?"
 

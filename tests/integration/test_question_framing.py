@@ -11,15 +11,12 @@ from typing import Any
 import httpx
 import pytest
 
-from evals.datasets import SHARED_DATA
-from tests.helpers import answered, page_key
+from tests.helpers import answered, fastapi_page, page_key
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
 PAGE = "docs/tutorial/query-params-str-validations.md"
-TEXT = "".join(
-    (SHARED_DATA / "fastapi-docs/docs/en" / PAGE).read_text(encoding="utf-8").splitlines(True)[:86]
-)
+TEXT = "".join(fastapi_page("en", PAGE).splitlines(True)[:86])
 """The first 86 lines of FastAPI's page (fastapi/fastapi@c3f316b7, MIT; the shared data)."""
 QUESTION = (
     "How can I make sure an optional query string parameter is never longer than 50 characters?"

@@ -11,13 +11,12 @@ from typing import Any
 import httpx
 import pytest
 
-from evals.datasets import SHARED_DATA
-from tests.helpers import answered, page_key
+from tests.helpers import answered, fastapi_page, page_key
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
 PAGE = "docs/advanced/additional-responses.md"
-TEXT = (SHARED_DATA / "fastapi-docs/docs/hi" / PAGE).read_text(encoding="utf-8")
+TEXT = fastapi_page("hi", PAGE)
 """FastAPI's Hindi page (fastapi/fastapi@c3f316b7, MIT; the shared data)."""
 QUESTION = "OpenAPI docs mein 404 response ke liye alag Pydantic model kaise dikhayein?"
 
