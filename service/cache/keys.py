@@ -17,7 +17,7 @@ from service.answerability import model_version as answerability_version
 from service.config import Settings
 from service.index.filters import FilterSpec
 
-PIPELINE_VERSION = "31"  # 31: a sentence quoted once; 30: "For that …" comes with its need
+PIPELINE_VERSION = "32"  # 32: "But …, you can just not …" is a step; 31: a sentence quoted once
 """Bump when retrieval or answer code changes what it returns for the same inputs."""
 
 

@@ -169,7 +169,7 @@ elsewhere, they are not steps."""
 
 _LEAD = regex.compile(
     r"^(?:[\s*_>#-]|\d{1,3}[.)])*"  # list markers, emphasis, quotes
-    r"(?:(?:first|then|now|next|finally|afterwards|also|just|so|and|after that|lastly|"
+    r"(?:(?:first|then|now|next|finally|afterwards|also|just|so|and|but|after that|lastly|"
     r"second|third)\b,?\s*)*",
     regex.IGNORECASE,
 )
@@ -182,7 +182,8 @@ _CLAUSE = regex.compile(
 """A leading adverbial clause: "To do that, …", "In your app, …", "If you need X, …" (not a
 subject: "Hobson argued that taxes could boost consumption, create wealth" is no step)."""
 _YOU = regex.compile(
-    r"^you\s+(?:can|could|need\s+to|have\s+to|should|must)\s+(?:also\s+|then\s+|just\s+)?",
+    r"^you\s+(?:can|could|need\s+to|have\s+to|should|must)\s+"
+    r"(?:(?:also|then|just|simply|instead|now|always|not)\s+)*",
     regex.IGNORECASE,
 )
 _WORD = regex.compile(r"([A-Za-z]+)\b(?!')")
@@ -234,6 +235,9 @@ def _opens_with_step(text: str) -> bool:
 def _english_step(text: str) -> bool:
     if _opens_with_step(text) or _TO_DO_YOU_USE.match(text) is not None:
         return True
+    lead = _LEAD.match(text)  # "But when you want …, you can …": the clause after it
+    if lead is not None:
+        text = text[lead.end() :]
     m = _CLAUSE.match(text)
     return m is not None and _opens_with_step(text[m.end() :])
 

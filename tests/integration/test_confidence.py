@@ -87,3 +87,13 @@ async def test_short_cors_question_is_not_rated_below_the_average_answer(
     body = await answered(http, sample_key, "How do I enable CORS?")
     assert "CORSMiddleware" in body["answer"]
     assert body["confidence"] >= _average_answer(), body
+
+
+async def test_an_instruction_opened_by_but_is_a_step_of_the_answer(
+    http: httpx.AsyncClient, sample_key: str
+) -> None:
+    """The page's answer is "But when you want to make a query parameter required, you can just
+    not declare any default value:", which was not read as a step ("But", then "just not"
+    after "can"), so a step about optional parameters was quoted instead (the demo)."""
+    body = await answered(http, sample_key, "How do I make a query parameter required?")
+    assert "you can just not declare any default value" in body["answer"], body

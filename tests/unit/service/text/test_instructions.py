@@ -65,6 +65,12 @@ def test_not_how_questions(question: str) -> None:
         "उपयोग करते हैं।",
         "ऐसा करने के लिए हम `exclude_unset=True` इस्तेमाल करते हैं।",
         "To declare a request body, you use Pydantic models.",
+        # opened by "But", with an adverb or a "not" after the modal
+        "But when you want to make a query parameter required, you can just not declare any "
+        "default value:",
+        "But set the default to `None`.",
+        "You can simply use a `list`.",
+        "You can instead declare it with `Body`.",
     ],
 )
 def test_steps(unit: str) -> None:
@@ -90,6 +96,8 @@ def test_steps(unit: str) -> None:
         "* ✨ Add support for `Form` models. PR [#1](https://github.com/org/repo/pull/1).",
         "- Fix the parser for nested lists (#1234).",
         "The tower, to be sure, was built in 1889.",
+        "But the tower was built in 1889.",
+        "But when it runs, the app stops.",
         "ये `OPTIONS` request होते हैं जिनमें `Origin` header होता है।",
         "यह code application के शुरू होने से पहले execute होगा।",
         "Python में यह सब उन्हें।",
