@@ -51,7 +51,7 @@ from service.index.protocol import NO_SCORE, Hit
 from service.text import glossary, phonetic
 from service.text.bm25 import K1, query_terms
 from service.text.markdown import units
-from service.text.question_words import ALSO_ENGLISH, HINGLISH_STOP, asks, names_action
+from service.text.question_words import ALSO_ENGLISH, HINGLISH_WORDS, asks, names_action
 from service.text.sentences import split_sentences
 from service.text.terms import held_terms, match_terms
 from service.text.tokenize import bm25_terms, indic_lang, script_of, words
@@ -118,7 +118,7 @@ def question_lang(question: str) -> str:
     ws = words(question)
     if not ws:
         return "en"
-    hindi = sum(w in HINGLISH_STOP and w not in ALSO_ENGLISH for w in ws)
+    hindi = sum(w in HINGLISH_WORDS and w not in ALSO_ENGLISH for w in ws)
     return "hinglish" if hindi >= 2 and hindi / len(ws) >= 0.2 else "en"
 
 

@@ -21,6 +21,30 @@ HINGLISH_STOP = frozenset(
     " humein hame hamein aapka aapki aapke aapko ismein usmein inmein unmein jinka jinki jinke"
     " inhen unhen".split()
 )
+HINGLISH_ACTIONS = frozenset(
+    "chalayein chalaye chalaen chalayen chalana chalane chalao chalaiye"  # run
+    " banayein banaye banaen banayen banane banao banaiye"  # create ("banana": English too)
+    " bhejein bheje bhejen bhejna bhejne bhejo bhejiye"  # send
+    " badlein badle badlen badalna badalne badlo badliye"  # change
+    " jodein jode joden jodna jodne jodo jodiye"  # add
+    " likhein likhe likhen likhna likhne likho likhiye"  # write
+    " padhein padhe padhen padhna padhne padho padhiye"  # read
+    " lautayein lautaye lautayen lautana lautane lautao"  # return
+    " hatayein hataye hatayen hatana hatane hatao"  # remove
+    " dikhayein dikhaye dikhayen dikhana dikhane dikhao"  # show
+    " lagayein lagaye lagayen lagana lagane lagao"  # apply, attach
+    " rakhein rakhe rakhen rakhna rakhne rakho"  # keep, store
+    " todein tode toden todna todne"  # split
+    " milega milegi milenge milengi"  # get
+    " chalu saksham".split()  # enable
+)
+"""Romanized Hindi how-to verbs that name the action, as Hinglish questions spell them
+("background task kaise chalayein?"): like Hindi's (`HINDI_ACTIONS`), a page says them in
+English, so they are no content terms (the question asked for "background task" and was
+abstained on); they mark a question as Hinglish, and selection counts them in a how-question's
+steps (`service.answerability.action_terms`)."""
+HINGLISH_ASKING = frozenset("istemal istemaal upyog prayog".split())
+"""Romanized "use": a how-to verb that names no action."""
 # Hindi question words and auxiliaries beyond BM25's stop words: they say what is asked, not
 # what about, so they are not content terms (they match any Hindi page).
 HINDI_QUESTION_STOP = frozenset(
@@ -57,11 +81,15 @@ ENGLISH_QUESTION_STOP = frozenset(
 )
 QUESTION_STOP = (
     HINGLISH_STOP
+    | HINGLISH_ACTIONS
+    | HINGLISH_ASKING
     | HINDI_QUESTION_STOP
     | {hindi_spelling(w) for w in HINDI_QUESTION_STOP}  # as typed: "पढें", "बनाएँ", "जोडें"
     | INDIC_QUESTION_STOP
     | ENGLISH_QUESTION_STOP
 )
+HINGLISH_WORDS = HINGLISH_STOP | HINGLISH_ACTIONS | HINGLISH_ASKING
+"""Every romanized Hindi word that marks a question as Hinglish."""
 # Words of the list that are also English words never mark a question as Hinglish.
 ALSO_ENGLISH = frozenset("ki ka ko ye wo hum tak raha kar koi".split())
 
@@ -81,8 +109,11 @@ _ACTIONS = HINDI_ACTIONS | {hindi_spelling(w) for w in HINDI_ACTIONS}
 
 
 def names_action(word: str) -> bool:
-    """A (case-folded) Hindi how-to verb that names the action (`HINDI_ACTIONS`)."""
-    return not word.isascii() and in_any_spelling(word, _ACTIONS)
+    """A (case-folded) Hindi how-to verb that names the action (`HINDI_ACTIONS`, or romanized:
+    `HINGLISH_ACTIONS`)."""
+    if word.isascii():
+        return word in HINGLISH_ACTIONS
+    return in_any_spelling(word, _ACTIONS)
 
 
 def asks_in_indic(word: str) -> bool:

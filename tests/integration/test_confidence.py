@@ -89,6 +89,17 @@ async def test_short_cors_question_is_not_rated_below_the_average_answer(
     assert body["confidence"] >= _average_answer(), body
 
 
+async def test_a_hinglish_question_with_a_romanized_verb_is_answered(
+    http: httpx.AsyncClient, sample_key: str
+) -> None:
+    """The verb "chalayein" ("run") is on no page: counted as a term, it left the question half
+    covered, read as English (one Hindi word in four), and the demo abstained."""
+    body = await answered(http, sample_key, "background task kaise chalayein?")
+    assert "BackgroundTasks" in body["answer"], body
+    cited = {s["doc_id"] for s in body["sources"] if s["id"] in body["citations"]}
+    assert cited == {"en/tutorial/background-tasks.md"}, body
+
+
 async def test_an_instruction_opened_by_but_is_a_step_of_the_answer(
     http: httpx.AsyncClient, sample_key: str
 ) -> None:

@@ -11,6 +11,7 @@ from service.answerability import (
     Model,
     Signals,
     abstain_message,
+    action_terms,
     compute,
     content_keys,
     content_terms,
@@ -23,7 +24,7 @@ from service.generate.select import select
 from service.index.protocol import Hit
 from service.text.bm25 import K1, term_weights
 from service.text.question_words import INDIC_QUESTION_STOP
-from service.text.tokenize import words
+from service.text.tokenize import bm25_terms, words
 
 pytestmark = pytest.mark.unit
 
@@ -125,6 +126,26 @@ def test_hinglish_function_words_are_not_question_terms() -> None:
     hits = [_hit("Enable CORS with CORSMiddleware.", 0.5, 9.0)]
     s = compute("CORS kaise enable karein?", hits)
     assert s.terms == 2 and s.coverage == 1.0 and s.lang == "hinglish"
+
+
+@pytest.mark.parametrize(
+    ("question", "verb"),
+    [
+        ("background task kaise chalayein?", "chalayein"),
+        ("Docker image kaise banayein?", "banayein"),
+        ("CORS kaise chalu karein?", "chalu"),
+    ],
+)
+def test_hinglish_how_to_verbs_are_no_question_terms(question: str, verb: str) -> None:
+    """A romanized Hindi verb ("chalayein": run) is no English page's word: counted as a term,
+    it left a short Hinglish question half covered (read as English: one Hindi word in four),
+    and the demo abstained on "background task kaise chalayein?". It marks the question as
+    Hinglish and, naming the action, stays a term of a how-answer's steps as Hindi's do."""
+    hits = [_hit("Run a background task, build a Docker image, enable CORS.", 0.5, 9.0)]
+    s = compute(question, hits)
+    assert s.lang == "hinglish" and s.coverage == 1.0, s
+    assert not {verb, *bm25_terms(verb)} & content_terms(question)
+    assert set(bm25_terms(verb)) <= action_terms(question)  # a how-answer's steps count it
 
 
 def _model(threshold: float = 0.5) -> Model:
