@@ -303,7 +303,9 @@ def in_reading_order(units: Sequence[Candidate]) -> list[Candidate]:
     order where its first was chosen: a procedure reads top-down ("You can configure it using
     `CORSMiddleware`.", then its list of steps) even when a later step was chosen first. A
     quoted unit that the run's first step `carries_on` from comes just before the run ("Then
-    import …" after what it follows)."""
+    import …" after what it follows), and a quoted unit that a step of the run `introduces`
+    right after that step ("You can also specify whether your backend allows:", then its
+    list), not after a later step quoted in between."""
     run_of: dict[tuple[int, int], int] = {}  # (rank, pos) of a step → its run's id
     for c in sorted((c for c in units if c.step), key=lambda c: (c.rank, c.pos)):
         prev = run_of.get((c.rank, c.pos - 1))
@@ -331,6 +333,15 @@ def in_reading_order(units: Sequence[Candidate]) -> list[Candidate]:
                 if (u.rank, u.pos) not in quoted:
                     out.append(u)
                     quoted.add((u.rank, u.pos))
+                told = at.get((u.rank, u.pos + 1))  # what a step that introduces goes on to
+                if (
+                    told is not None
+                    and (told.rank, told.pos) not in quoted
+                    and run_of.get((told.rank, told.pos)) != run
+                    and introduces(u.text)
+                ):
+                    out.append(told)
+                    quoted.add((told.rank, told.pos))
     return out
 
 

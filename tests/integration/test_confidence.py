@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
+import regex
 
 from evals.answers import evidence_overlap
 from evals.confidence_fit import EVIDENCE_RIGHT
@@ -108,3 +109,15 @@ async def test_an_instruction_opened_by_but_is_a_step_of_the_answer(
     after "can"), so a step about optional parameters was quoted instead (the demo)."""
     body = await answered(http, sample_key, "How do I make a query parameter required?")
     assert "you can just not declare any default value" in body["answer"], body
+
+
+async def test_a_list_comes_right_after_the_step_that_introduces_it(
+    http: httpx.AsyncClient, sample_key: str
+) -> None:
+    """The step "You can also specify whether your backend allows:" joins the run of steps
+    before it; its list once came after a later step quoted in between (the demo)."""
+    body = await answered(http, sample_key, "How do I allow all origins?")
+    intro = "You can also specify whether your backend allows:"
+    assert intro in body["answer"], body
+    after = body["answer"].split(intro, 1)[1]
+    assert regex.match(r"\s*\[S\d+\]\s*\* Credentials", after), body

@@ -550,6 +550,23 @@ def test_a_procedure_reads_top_down_even_when_a_later_step_was_chosen_first() ->
     assert picked.index(tool) + 1 == picked.index(steps)
 
 
+def test_a_step_that_introduces_a_list_keeps_it_right_after_it_in_a_run_of_steps() -> None:
+    """The step "You can also specify whether your backend allows:" joins the run before it;
+    the list it introduces comes with it, not after a later step chosen in between (the demo's
+    "How do I allow all origins?")."""
+    text = (
+        "* Import `CORSMiddleware`.\n* Create a list of allowed origins.\n\n"
+        "You can also specify whether your backend allows:\n\n"
+        "* Credentials.\n* Specific HTTP methods.\n\n"
+        "The defaults are restrictive. You can use `['*']` to allow any origin."
+    )
+    cands = select.candidates([Passage(id="S1", title="", text=text)], steps=True)
+    assert [c.step for c in cands] == [True, True, False, False, True]
+    steps, intro, listed, _, star = cands
+    quoted = select.in_reading_order(select.with_context([steps, star, intro], cands))
+    assert [c.pos for c in quoted] == [steps.pos, intro.pos, listed.pos, star.pos]
+
+
 def test_a_word_list_is_never_quoted_but_an_introduced_list_is() -> None:
     """A glossary's words are the question's words back; a list a sentence introduces is what
     that sentence says."""
