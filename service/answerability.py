@@ -51,7 +51,13 @@ from service.index.protocol import NO_SCORE, Hit
 from service.text import glossary, phonetic
 from service.text.bm25 import K1, query_terms
 from service.text.markdown import units
-from service.text.question_words import ALSO_ENGLISH, HINGLISH_WORDS, asks, names_action
+from service.text.question_words import (
+    ALSO_ENGLISH,
+    HINGLISH_WORDS,
+    asks,
+    imperative,
+    names_action,
+)
 from service.text.sentences import split_sentences
 from service.text.terms import held_terms, match_terms
 from service.text.tokenize import bm25_terms, indic_lang, script_of, words
@@ -131,7 +137,7 @@ def content_terms(text: str) -> set[str]:
 def action_terms(text: str) -> set[str]:
     """The stemmed Hindi how-to verbs of a question that name its action ("बनाएं": create),
     which `content_terms` leaves out: selection counts them in a how-question's steps."""
-    return set(bm25_terms(" ".join(w for w in words(text) if names_action(w))))
+    return set(bm25_terms(" ".join(imperative(w) for w in words(text) if names_action(w))))
 
 
 def content_keys(text: str) -> dict[str, str]:

@@ -5,6 +5,8 @@ romanized Hindi function words also mark a question as Hinglish."""
 
 from __future__ import annotations
 
+import regex
+
 from service.text.tokenize import hindi_spelling, in_any_spelling
 
 # Romanized Hindi function words (Hinglish): never in English documentation, so they would
@@ -94,10 +96,20 @@ HINGLISH_WORDS = HINGLISH_STOP | HINGLISH_ACTIONS | HINGLISH_ASKING
 ALSO_ENGLISH = frozenset("ki ka ko ye wo hum tak raha kar koi".split())
 
 
+_FIRST_PERSON = regex.compile(r"(?<=\p{L}\p{M}*)(?:(?<=ा)ऊ|ू)[ंँ]$")
+"""A Hindi verb's first person ("चलाऊं", "भेजूँ", "करूं": shall I run, send, do)."""
+
+
+def imperative(word: str) -> str:
+    """A Hindi verb's first person as its polite imperative, the form the lists hold and pages
+    say ("मैं अपना ऐप कैसे चलाऊं?" asks for "चलाएं"; "भेजूं" is "भेजें"); any other word as it is."""
+    return _FIRST_PERSON.sub(lambda m: "एं" if m.group().startswith("ऊ") else "ें", word)
+
+
 def asks(word: str) -> bool:
     """A case-folded word that says what is asked, not what about (in any of its Hindi
-    spellings)."""
-    return in_any_spelling(word, QUESTION_STOP)
+    spellings, a verb in any person)."""
+    return in_any_spelling(word, QUESTION_STOP) or in_any_spelling(imperative(word), QUESTION_STOP)
 
 
 _INDIC_ASKING = (
@@ -109,14 +121,16 @@ _ACTIONS = HINDI_ACTIONS | {hindi_spelling(w) for w in HINDI_ACTIONS}
 
 
 def names_action(word: str) -> bool:
-    """A (case-folded) Hindi how-to verb that names the action (`HINDI_ACTIONS`, or romanized:
-    `HINGLISH_ACTIONS`)."""
+    """A (case-folded) Hindi how-to verb that names the action (`HINDI_ACTIONS`, in any person,
+    or romanized: `HINGLISH_ACTIONS`)."""
     if word.isascii():
         return word in HINGLISH_ACTIONS
-    return in_any_spelling(word, _ACTIONS)
+    return in_any_spelling(imperative(word), _ACTIONS)
 
 
 def asks_in_indic(word: str) -> bool:
     """Whether a (case-folded) word is one a Hindi or other Indic question asks with, in any
     of its spellings: left out of a question's BM25 terms (`service.text.bm25.query_terms`)."""
-    return not word.isascii() and in_any_spelling(word, _INDIC_ASKING)
+    return not word.isascii() and (
+        in_any_spelling(word, _INDIC_ASKING) or in_any_spelling(imperative(word), _INDIC_ASKING)
+    )
