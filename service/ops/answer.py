@@ -17,7 +17,7 @@ from service.identity import Principal
 from service.ops.caller import Caller
 from service.ops.steps import admit, bounded_filters, bounded_top_k, require_text
 from service.pipeline.answer import Question
-from service.pipeline.chat import Turn, condense
+from service.pipeline.chat import Turn, condense, with_referent
 from service.pipeline.events import Done, Event, Source, Sources
 from service.pipeline.operation import ANSWER, CHAT
 
@@ -128,6 +128,7 @@ class AnswerService:
             raise InvalidRequest(
                 f"question: at most {MAX_QUESTION_CHARS} characters", code="invalid_body"
             )
+        question = with_referent(question, args.messages)
         return await self._start(caller, question, args, operation=CHAT, context=context)
 
     async def _start(

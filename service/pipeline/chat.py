@@ -1,5 +1,8 @@
 """From a chat transcript to one question: the last user message is the question; earlier user
 turns are condensed into a short context that widens retrieval and is shown to the generator.
+A question that refers back ("How do I enable it?" after "What is CORS?") carries the user's
+turn before it, which says what "it" is (`with_referent`): the answerability decision and the
+extractive answer read the question alone, and "enable" alone is answered by nothing.
 
 Client `system` messages are ignored: the answer prompt's system prefix is Ragline's, stable.
 """
@@ -9,11 +12,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+import regex
+
 from service.errors import InvalidRequest
 from service.generate.prompt import clip
+from service.text.question_words import asks
+from service.text.tokenize import bm25_terms, words
 
 CONTEXT_TURNS = 3
 CONTEXT_CHARS = 500
+REFERENT_CHARS = 200
+
+REFERS_BACK = regex.compile(
+    r"(?<![\p{L}\p{M}])(?:it|its|this|that|these|those|they|them|their|one"
+    r"|ise|isko|iska|iski|iske|inhe|inhen|inko|unhe|unhen|unko|usko|yeh|woh"
+    r"|इसे|इसको|इसका|इसकी|इसके|इन्हें|इनको|इनका|उसे|उसको|उसका|उन्हें|उनको|उनका|यह|ये|वह|वे)"
+    r"(?![\p{L}\p{M}])",
+    regex.IGNORECASE,
+)
+"""A pronoun a follow-up uses for what an earlier turn asked about (English, Hinglish, Hindi)."""
 
 
 class Turn(Protocol):
@@ -38,3 +55,23 @@ def condense(messages: Sequence[Turn]) -> tuple[str, str]:
     earlier = users[:-1][-CONTEXT_TURNS:]
     context = clip(" / ".join(earlier), CONTEXT_CHARS) if earlier else ""
     return question, context
+
+
+def with_referent(question: str, messages: Sequence[Turn]) -> str:
+    """`question`, when it refers back to an earlier turn (`REFERS_BACK`), followed in brackets
+    by what the user's turn before it was about: its words without the ones it asked with
+    ("How do I enable it? (CORS)" after "What is CORS?", not "(What is CORS?)", which would
+    make the question ask what something is); else as it is."""
+    if REFERS_BACK.search(question) is None:
+        return question
+    users = [m.text().strip() for m in messages if m.role == "user"]
+    earlier = [u for u in users[:-1] if u]
+    if not earlier:
+        return question
+    about = " ".join(w for w in words(clip(earlier[-1], REFERENT_CHARS)) if about_word(w))
+    return f"{question} ({about})" if about else question
+
+
+def about_word(word: str) -> bool:
+    """A word that says what a question is about: a BM25 term, not one it asks with."""
+    return not asks(word) and bool(bm25_terms(word))

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import openai
 import pytest
 import regex
 
@@ -131,3 +132,40 @@ async def test_a_hindi_question_in_the_first_person_is_answered_as_its_imperativ
     mine = await answered(http, sample_key, "मैं अपना ऐप कैसे चलाऊं?")
     plain = await answered(http, sample_key, "अपना ऐप कैसे चलाएं?")
     assert mine["answer"] == plain["answer"], (mine, plain)
+
+
+@pytest.mark.parametrize(
+    ("earlier", "follow_up", "page"),
+    [
+        ("What is CORS?", "How do I enable it?", "en/tutorial/cors.md"),
+        ("CORS क्या है?", "इसे कैसे चालू करें?", "hi/tutorial/cors.md"),
+        (
+            "background tasks kya hote hain?",
+            "inhe kaise chalayein?",
+            "en/tutorial/background-tasks.md",
+        ),
+    ],
+)
+async def test_a_chat_follow_up_that_refers_back_is_answered(
+    server: str, sample_key: str, earlier: str, follow_up: str, page: str
+) -> None:
+    """Over the official OpenAI SDK: "How do I enable it?" after "What is CORS?" was abstained
+    on, its question alone ("enable") answered by nothing; it now carries what the turn before
+    it was about. A follow-up that asks something else is still abstained on."""
+    client = openai.AsyncOpenAI(base_url=server + "/v1", api_key=sample_key, max_retries=0)
+    try:
+        turns = [
+            {"role": "user", "content": earlier},
+            {"role": "assistant", "content": "…"},
+            {"role": "user", "content": follow_up},
+        ]
+        out = await client.chat.completions.create(model="ragline", messages=turns)  # type: ignore[arg-type]
+        extra = out.model_extra or {}
+        assert extra["ragline"]["abstained"] is False, out
+        cited = {s["doc_id"] for s in extra["sources"] if s["id"] in extra["ragline"]["citations"]}
+        assert cited == {page}, out
+        turns[-1] = {"role": "user", "content": "How do I bake it into a cake?"}
+        off = await client.chat.completions.create(model="ragline", messages=turns)  # type: ignore[arg-type]
+        assert (off.model_extra or {})["ragline"]["abstained"] is True, off
+    finally:
+        await client.close()

@@ -8,7 +8,7 @@ from service.errors import InvalidRequest
 from service.generate.caps import output_cap
 from service.generate.prompt import PROMPT_VERSION, SYSTEM_PROMPT, build_messages, clip
 from service.generate.protocol import Passage
-from service.pipeline.chat import condense
+from service.pipeline.chat import condense, with_referent
 
 pytestmark = pytest.mark.unit
 
@@ -86,3 +86,32 @@ def test_condense_takes_last_user_question_and_earlier_user_turns() -> None:
 def test_condense_refuses_transcripts_without_a_final_user_question(messages: list[M]) -> None:
     with pytest.raises(InvalidRequest):
         condense(messages)
+
+
+class _Turn:
+    def __init__(self, role: str, content: str) -> None:
+        self.role, self.content = role, content
+
+    def text(self) -> str:
+        return self.content
+
+
+@pytest.mark.parametrize(
+    ("earlier", "question", "standalone"),
+    [
+        ("What is CORS?", "How do I enable it?", "How do I enable it? (cors)"),
+        ("CORS क्या है?", "इसे कैसे चालू करें?", "इसे कैसे चालू करें? (cors)"),
+        (
+            "background tasks kya hote hain?",
+            "inhe kaise chalayein?",
+            "inhe kaise chalayein? (background tasks)",
+        ),
+        ("What is CORS?", "What is the capital of France?", "What is the capital of France?"),
+    ],
+)
+def test_a_follow_up_that_refers_back_carries_what_the_turn_before_was_about(
+    earlier: str, question: str, standalone: str
+) -> None:
+    turns = [_Turn("user", earlier), _Turn("assistant", "…"), _Turn("user", question)]
+    assert with_referent(question, turns) == standalone
+    assert with_referent(question, [_Turn("user", question)]) == question  # no turn before
