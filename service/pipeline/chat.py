@@ -1,8 +1,9 @@
 """From a chat transcript to one question: the last user message is the question; earlier user
 turns are condensed into a short context that widens retrieval and is shown to the generator.
-A question that refers back ("How do I enable it?" after "What is CORS?") carries the user's
-turn before it, which says what "it" is (`with_referent`): the answerability decision and the
-extractive answer read the question alone, and "enable" alone is answered by nothing.
+A question that refers back ("How do I enable it?" after "What is CORS?") carries what the
+user's turn before it was about, which says what "it" is (`with_referent`): the answerability
+decision and the extractive answer read the question alone, and "enable" alone is answered by
+nothing.
 
 Client `system` messages are ignored: the answer prompt's system prefix is Ragline's, stable.
 """
@@ -60,8 +61,8 @@ def condense(messages: Sequence[Turn]) -> tuple[str, str]:
 def with_referent(question: str, messages: Sequence[Turn]) -> str:
     """`question`, when it refers back to an earlier turn (`REFERS_BACK`), followed in brackets
     by what the user's turn before it was about: its words without the ones it asked with
-    ("How do I enable it? (CORS)" after "What is CORS?", not "(What is CORS?)", which would
-    make the question ask what something is); else as it is."""
+    ("How do I enable it? (cors)" after "What is CORS?", case-folded, not "(What is CORS?)",
+    which would make the question ask what something is); else as it is."""
     if REFERS_BACK.search(question) is None:
         return question
     users = [m.text().strip() for m in messages if m.role == "user"]
