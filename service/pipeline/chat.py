@@ -18,7 +18,7 @@ import regex
 from service.errors import InvalidRequest
 from service.generate.prompt import clip
 from service.text.question_words import asks
-from service.text.tokenize import bm25_terms, words
+from service.text.tokenize import content_words
 
 CONTEXT_TURNS = 3
 CONTEXT_CHARS = 500
@@ -40,10 +40,15 @@ class Turn(Protocol):
     def text(self) -> str: ...
 
 
+def user_turns(messages: Sequence[Turn]) -> list[str]:
+    """The user messages' texts, stripped, the empty ones left out, oldest first."""
+    users = [m.text().strip() for m in messages if m.role == "user"]
+    return [u for u in users if u]
+
+
 def condense(messages: Sequence[Turn]) -> tuple[str, str]:
     """(question, context): the last user message, and up to 3 earlier user turns, newest last."""
-    users = [m.text().strip() for m in messages if m.role == "user"]
-    users = [u for u in users if u]
+    users = user_turns(messages)
     if not users:
         raise InvalidRequest("messages: no user message with text", code="invalid_body")
     if messages[-1].role != "user":
@@ -65,14 +70,9 @@ def with_referent(question: str, messages: Sequence[Turn]) -> str:
     which would make the question ask what something is); else as it is."""
     if REFERS_BACK.search(question) is None:
         return question
-    users = [m.text().strip() for m in messages if m.role == "user"]
-    earlier = [u for u in users[:-1] if u]
+    earlier = user_turns(messages)[:-1]
     if not earlier:
         return question
-    about = " ".join(w for w in words(clip(earlier[-1], REFERENT_CHARS)) if about_word(w))
+    said = content_words(clip(earlier[-1], REFERENT_CHARS))
+    about = " ".join(w for w in said if not asks(w))
     return f"{question} ({about})" if about else question
-
-
-def about_word(word: str) -> bool:
-    """A word that says what a question is about: a BM25 term, not one it asks with."""
-    return not asks(word) and bool(bm25_terms(word))

@@ -5,6 +5,8 @@ romanized Hindi function words also mark a question as Hinglish."""
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
+
 import regex
 
 from service.text.tokenize import hindi_spelling, in_any_spelling
@@ -106,10 +108,15 @@ def imperative(word: str) -> str:
     return _FIRST_PERSON.sub(lambda m: "एं" if m.group().startswith("ऊ") else "ें", word)
 
 
+def _listed(word: str, vocab: AbstractSet[str]) -> bool:
+    """`word` is in `vocab` in any of its Hindi spellings, a Hindi verb in any person (its first
+    person as the imperative the lists hold)."""
+    return in_any_spelling(word, vocab) or in_any_spelling(imperative(word), vocab)
+
+
 def asks(word: str) -> bool:
-    """A case-folded word that says what is asked, not what about (in any of its Hindi
-    spellings, a verb in any person)."""
-    return in_any_spelling(word, QUESTION_STOP) or in_any_spelling(imperative(word), QUESTION_STOP)
+    """A case-folded word that says what is asked, not what about (`_listed`)."""
+    return _listed(word, QUESTION_STOP)
 
 
 _INDIC_ASKING = (
@@ -125,12 +132,10 @@ def names_action(word: str) -> bool:
     or romanized: `HINGLISH_ACTIONS`)."""
     if word.isascii():
         return word in HINGLISH_ACTIONS
-    return in_any_spelling(imperative(word), _ACTIONS)
+    return _listed(word, _ACTIONS)
 
 
 def asks_in_indic(word: str) -> bool:
     """Whether a (case-folded) word is one a Hindi or other Indic question asks with, in any
     of its spellings: left out of a question's BM25 terms (`service.text.bm25.query_terms`)."""
-    return not word.isascii() and (
-        in_any_spelling(word, _INDIC_ASKING) or in_any_spelling(imperative(word), _INDIC_ASKING)
-    )
+    return not word.isascii() and _listed(word, _INDIC_ASKING)

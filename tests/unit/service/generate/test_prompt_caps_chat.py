@@ -88,14 +88,6 @@ def test_condense_refuses_transcripts_without_a_final_user_question(messages: li
         condense(messages)
 
 
-class _Turn:
-    def __init__(self, role: str, content: str) -> None:
-        self.role, self.content = role, content
-
-    def text(self) -> str:
-        return self.content
-
-
 @pytest.mark.parametrize(
     ("earlier", "question", "standalone"),
     [
@@ -112,6 +104,6 @@ class _Turn:
 def test_a_follow_up_that_refers_back_carries_what_the_turn_before_was_about(
     earlier: str, question: str, standalone: str
 ) -> None:
-    turns = [_Turn("user", earlier), _Turn("assistant", "…"), _Turn("user", question)]
+    turns = [M("user", earlier), M("assistant", "…"), M("user", question)]
     assert with_referent(question, turns) == standalone
-    assert with_referent(question, [_Turn("user", question)]) == question  # no turn before
+    assert with_referent(question, [M("user", question)]) == question  # no turn before
