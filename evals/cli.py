@@ -424,8 +424,8 @@ def register(sub: Any) -> None:
     run.add_argument(
         "--split",
         choices=list(SPLITS),
-        help="only questions of this split (`fresh`, `fresh2`: the docs suite's questions "
-        "written after its answer rules were built)",
+        help="only questions of this split (`fresh`, `fresh2`, `fresh3`: the docs suite's "
+        "questions written after its answer rules were built)",
     )
     run.add_argument(
         "--scorer",
