@@ -50,6 +50,7 @@ from service.index.idf import bm25_of_terms, max_bm25, recover_idf
 from service.index.protocol import NO_SCORE, Hit
 from service.text import glossary, phonetic
 from service.text.bm25 import K1, query_terms
+from service.text.instructions import QUERY_WORDS, ends_in_request
 from service.text.markdown import units
 from service.text.question_words import (
     ALSO_ENGLISH,
@@ -125,6 +126,8 @@ def question_lang(question: str) -> str:
     if not ws:
         return "en"
     hindi = sum(w in HINGLISH_WORDS and w not in ALSO_ENGLISH for w in ws)
+    if hindi == 1 and len(ws) <= QUERY_WORDS and ends_in_request(question):
+        return "hinglish"  # "cors enable karna"
     return "hinglish" if hindi >= 2 and hindi / len(ws) >= 0.2 else "en"
 
 

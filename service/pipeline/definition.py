@@ -30,8 +30,8 @@ from service.answerability import content_keys, content_terms
 from service.index.protocol import Hit
 from service.ingest.chunking import SECTION_SEPARATOR
 from service.pipeline.procedure import in_section
-from service.text.instructions import asked_subject, defines
-from service.text.markdown import units
+from service.text.instructions import asked_subject, asks_topic, defines, points_to_link
+from service.text.markdown import is_block, units
 from service.text.terms import held_terms
 
 
@@ -45,16 +45,24 @@ def page_about(question: str, sources: Sequence[Hit]) -> tuple[Hit, frozenset[st
     """The source whose page the question asks about, and the terms of what it asks about: of
     the sources whose page title holds every one of those terms (the page is about it), the one
     whose title holds least besides ("Middleware" before "Advanced Middleware"), the
-    best-ranked of equals; None when none does."""
+    best-ranked of equals. For a bare topic (`asks_topic`: "type hints") whose every term no
+    title holds, the source whose title holds most of them, at least half ("Python Types
+    Intro"). None when none does."""
     subject = asked_subject(question)
     terms = frozenset(content_terms(subject)) if subject is not None else frozenset()
     if subject is None or not terms:
         return None
-    about = [(i, h, title_terms(h, subject)) for i, h in enumerate(sources)]
-    about = [(i, h, held) for i, h, held in about if terms <= held]
-    if not about:
-        return None
-    return min(about, key=lambda ih: (len(ih[2] - terms), ih[0]))[1], terms
+    titled = [(i, h, title_terms(h, subject)) for i, h in enumerate(sources)]
+    about = [(i, h, held) for i, h, held in titled if terms <= held]
+    if about:
+        return min(about, key=lambda ih: (len(ih[2] - terms), ih[0]))[1], terms
+    if asks_topic(question):  # a bare topic: the page whose title names most of it, half at least
+        part = [
+            (i, h, held & terms) for i, h, held in titled if 2 * len(held & terms) >= len(terms)
+        ]
+        if part:
+            return min(part, key=lambda ih: (-len(ih[2]), ih[0]))[1], terms
+    return None
 
 
 def page_opening(page: Sequence[Hit], subject: frozenset[str], question: str) -> Hit | None:
@@ -67,6 +75,11 @@ def page_opening(page: Sequence[Hit], subject: frozenset[str], question: str) ->
         return None
     keys = content_keys(question)
     said_what = any(defines(u) and held_terms(u, keys) & subject for u in units(opening.text))
+    if not said_what and asks_topic(question):  # a bare topic: what the page opens with on it
+        said_what = any(
+            not is_block(u) and not points_to_link(u) and held_terms(u, keys) & subject
+            for u in units(opening.text)
+        )
     return opening if said_what else None
 
 

@@ -28,6 +28,7 @@ import regex
 
 from service.text.markdown import is_block, is_list_item, list_items, said
 from service.text.memo import memo_text
+from service.text.question_words import INDIC_QUESTION_STOP
 from service.text.tokenize import has_devanagari
 
 _HOW_EN = regex.compile(
@@ -43,8 +44,79 @@ _HOW_INDIC = regex.compile(
 
 
 def asks_how(question: str) -> bool:
-    """The question asks how to do something (any supported language)."""
-    return _HOW_EN.search(question) is not None or _HOW_INDIC.search(question) is not None
+    """The question asks how to do something (any supported language), in words or as a
+    request to do it (`asks_to_do`: "enable cors", "CORS चालू करना")."""
+    return (
+        _HOW_EN.search(question) is not None
+        or _HOW_INDIC.search(question) is not None
+        or asks_to_do(question)
+    )
+
+
+QUERY_WORDS = 6
+"""A query of at most this many words may be a bare topic or a request (`asks_topic`,
+`asks_to_do`); a longer one is a sentence of its own."""
+_QUERY_WORD = regex.compile(r"[\p{L}\p{M}\p{N}_]+")
+_ASKING_EN = frozenset(
+    "what how why when where which who whom whose can could does do did is are was were should"
+    " would will shall may might must".split()
+)
+_ASKING_INDIC = frozenset(
+    "क्या कैसे क्यों क्यूं क्यूँ कब कहाँ कहां कौन कौनसा कौनसी किस किसे कितना कितने कितनी"
+    " kya kaise kaisey kese kyun kyon kyu kab kahan kaun kaunsa kaunsi kis kise kitna kitne"
+    " kitni".split()
+)
+_TO_DO_INDIC = regex.compile(
+    r"(?<![\p{L}\p{M}])(?:करना|करें|करे|करने\s+का\s+तरीका|का\s+तरीका|karna|karein|karen"
+    r"|karne\s+ka\s+tarika|ka\s+tarika)(?:\s+(?:है|hai))?\W*$",
+    regex.IGNORECASE,
+)
+"""A Hindi or Hinglish request ending in an infinitive or imperative ("CORS चालू करना",
+"cookie set karein", "file upload karne ka tarika")."""
+
+
+_WH_EN = frozenset("what how why when where which who whom whose".split())
+
+
+def _query_words(question: str) -> list[str] | None:
+    """A short query's case-folded words, None when it is a question or a sentence: a question
+    mark, a question word (English, Hindi, Hinglish and the other Indic languages'), a full
+    stop at its end (a claim: "Aspirin inhibits the production of PGE2."), or more than
+    `QUERY_WORDS` words."""
+    if "?" in question or question.rstrip().endswith((".", "!", "।")):  # a sentence
+        return None
+    words = [w.casefold() for w in _QUERY_WORD.findall(question)]
+    if not words or len(words) > QUERY_WORDS or words[0] in _ASKING_EN:
+        return None
+    if any(w in _ASKING_INDIC or w in INDIC_QUESTION_STOP or w in _WH_EN for w in words):
+        return None
+    return words
+
+
+def ends_in_request(question: str) -> bool:
+    """The query ends in a Hindi or Hinglish infinitive or imperative ("… चालू करना", "…
+    enable karna", "… set karein"): with one romanized Hindi word, it is Hinglish."""
+    return _TO_DO_INDIC.search(question) is not None
+
+
+def asks_to_do(question: str) -> bool:
+    """A short query that asks to be told how to do something by naming it as an instruction:
+    English opening with an instruction's verb ("enable cors", "set a cookie"), Hindi or
+    Hinglish ending in an infinitive or imperative ("CORS चालू करना", "cookie set karein")."""
+    words = _query_words(question)
+    if words is None:
+        return False
+    if len(words) > 1 and words[0] in STEP_VERBS:  # one word ("upload", "list") names a topic
+        return True
+    return ends_in_request(question)
+
+
+def asks_topic(question: str) -> bool:
+    """A bare topic typed as into a search box ("cors", "background tasks", "पाथ पैरामीटर"):
+    a short query with no question word. It is answered as "what is …" is, by what its page
+    says it is; one that opens with an instruction's verb is a request too (`asks_to_do`),
+    whose procedure follows ("enable cors"), as "type hints" may be either."""
+    return _query_words(question) is not None
 
 
 _POINTS = regex.compile(
@@ -76,7 +148,11 @@ def asks_what(question: str) -> bool:
     """The question asks what something is or does ("What is middleware?", "jsonable_encoder
     क्या करता है?", "yield wali dependency kya hai?"); Hindi's "क्या" opening a yes/no question
     ("क्या FastAPI async है?") does not."""
-    return _WHAT_EN.search(question) is not None or _WHAT_INDIC.search(question) is not None
+    return (
+        _WHAT_EN.search(question) is not None
+        or _WHAT_INDIC.search(question) is not None
+        or asks_topic(question)
+    )
 
 
 _NEXT_ASKS = (
@@ -118,6 +194,8 @@ def asked_subject(question: str) -> str | None:
     "मिडलवेयर" in "मिडलवेयर का मतलब क्या है?", "jsonable_encoder" in "What does
     `jsonable_encoder` do?"; None for another question. Each match is bounded (80 characters
     after "what", `SUBJECT_CHARS` before "क्या है"), so a long question costs linear time."""
+    if asks_topic(question):
+        return question.strip(" `'\".!") or None
     m = _SUBJECT_EN.search(question)
     if m is not None:
         subject = m.group("subject")

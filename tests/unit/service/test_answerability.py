@@ -46,6 +46,11 @@ def test_question_language() -> None:
     assert question_lang("मैं CORS कैसे सक्षम करूं?") == "hi"
     assert question_lang("FastAPI app mein CORS kaise enable karein?") == "hinglish"
     assert question_lang("What is the main idea?") == "en"
+    # a short request that ends in a romanized Hindi infinitive is Hinglish with that one word
+    assert question_lang("cors enable karna") == "hinglish"
+    assert question_lang("cookie set karein") == "hinglish"
+    assert question_lang("CORS enable") == "en"
+    assert question_lang("How do I enable CORS in my app, so that karna works?") == "en"
     # the other Indic scripts each tell their language, English words mixed in or not
     assert question_lang("CORSMiddleware ஐ எப்படி பயன்படுத்துவது?") == "ta"
     assert question_lang("ফ্রান্সের রাজধানী কী?") == "bn"

@@ -137,6 +137,38 @@ def test_an_opening_that_says_no_definition_is_not_used() -> None:
     assert page_opening([lead_in], frozenset({"middlewar"}), "What is a middleware?") is None
 
 
+def test_a_bare_topic_asks_for_the_page_whose_title_names_most_of_it() -> None:
+    """ "type hints" asks for the page titled "Python Types Intro" (half its terms), whose
+    opening says what they are; "middleware ordering" for the page titled "Middleware" rather
+    than the release notes; a topic no title names half of asks for no page."""
+    types = chunk(
+        "You just saw the main place to declare type hints.",
+        6,
+        "Declaring types",
+        doc_id="docs/python-types.md",
+        page="Python Types Intro",
+    )
+    notes = chunk(
+        "Middleware upgrades.", 40, "0.91.0", doc_id="docs/release-notes.md", page="Notes"
+    )
+    create = chunk(CREATE, 4, "Create a middleware")
+    assert page_about("type hints", [types]) == (types, {"type", "hint"})
+    assert page_about("middleware ordering", [notes, create]) == (create, {"middlewar", "order"})
+    assert page_about("middleware request body parsing", [create]) is None  # 1 of 4 terms
+    assert page_about("type hints?", [types]) is None  # a question, not a bare topic
+
+
+def test_a_bare_topic_takes_the_opening_that_says_something_of_it() -> None:
+    """For a bare topic the opening need not define it: "You can add middleware to FastAPI
+    applications." says what the page is for; a pointer to read elsewhere does not."""
+    opening = chunk("You can add middleware to FastAPI applications. Then more.", 0)
+    subject = frozenset({"middlewar"})
+    assert page_opening([opening], subject, "middleware") == opening
+    assert page_opening([opening], subject, "What is a middleware?") is None  # no definition
+    pointer = chunk("Read about middleware in [the tutorial](../tutorial/middleware.md).", 0)
+    assert page_opening([pointer], subject, "middleware") is None
+
+
 def test_the_page_asked_about_is_the_one_titled_with_the_subject_alone() -> None:
     """Of the sources whose page title holds the subject, the one whose title holds least
     besides it ("Middleware" before "Advanced Middleware"), then the best-ranked."""

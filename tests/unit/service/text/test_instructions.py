@@ -3,7 +3,15 @@ from __future__ import annotations
 import pytest
 
 from service.answerability import action_terms, content_terms
-from service.text.instructions import asks_how, asks_what, is_step, points_to_link
+from service.text.instructions import (
+    asked_subject,
+    asks_how,
+    asks_to_do,
+    asks_topic,
+    asks_what,
+    is_step,
+    points_to_link,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -197,3 +205,45 @@ def test_a_unit_points_to_a_link_to_read_or_see(unit: str, points: bool) -> None
 )
 def test_questions_for_what_something_is_or_does(question: str, what: bool) -> None:
     assert asks_what(question) is what
+
+
+@pytest.mark.parametrize(
+    ("query", "topic", "to_do"),
+    [
+        ("cors", True, False),
+        ("background tasks", True, False),
+        ("CORS middleware", True, False),
+        ("पाथ पैरामीटर", True, False),
+        ("कुकी पैरामीटर मॉडल", True, False),
+        ("uvicorn multiple worker processes", True, False),
+        ("upload", True, False),  # one word names a topic
+        ("enable cors", True, True),  # a request names its topic too
+        ("type hints", True, True),  # "type" may be either
+        ("CORS चालू करना", True, True),
+        ("cors enable karna", True, True),
+        ("file upload karne ka tarika", True, True),
+        # questions and sentences are no bare topics
+        ("cors?", False, False),
+        ("What is CORS", False, False),
+        ("how to enable cors", False, False),
+        ("cors kya hai", False, False),
+        ("CORS क्या है", False, False),
+        ("CORS எப்படி", False, False),
+        ("Can I use def", False, False),
+        ("does cors work", False, False),
+        ("Aspirin inhibits the production of PGE2.", False, False),  # a claim
+        ("Name a luxury division of Toyota.", False, False),
+        ("set up cors for the frontend and the backend of my app", False, False),  # 12 words
+        ("", False, False),
+    ],
+)
+def test_bare_topics_and_requests(query: str, topic: bool, to_do: bool) -> None:
+    assert asks_topic(query) is topic
+    assert asks_to_do(query) is to_do
+
+
+def test_a_bare_topic_is_asked_as_what_it_is_and_a_request_as_how() -> None:
+    assert asks_what("background tasks") and asked_subject("background tasks") == "background tasks"
+    assert asked_subject("`jsonable_encoder`") == "jsonable_encoder"
+    assert asks_how("enable cors") and asks_how("CORS चालू करना") and asks_how("cookie set karein")
+    assert not asks_how("background tasks") and not asks_how("upload")

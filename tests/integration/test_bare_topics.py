@@ -1,0 +1,65 @@
+"""A bare topic typed as into a search box ("background tasks", "type hints", "cors") is
+answered with what its page says it is, and a short request ("enable cors", "cors enable
+karna") with how, over the real embedder, Qdrant Edge and HTTP on the FastAPI pages the
+project ships (`data/sample`). Before, such a query matched whichever sentence repeated its
+words: "background tasks" got the page's recap ("Import and use `BackgroundTasks` …"), "type
+hints" got "You just saw the main place to declare type hints.", "cors" a link to Mozilla's
+docs, and "cors enable karna" (one romanized Hindi word: read as English) was abstained on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.helpers import answered, index_files, make_key
+
+pytestmark = [pytest.mark.integration, pytest.mark.e2e]
+
+
+@pytest.fixture(scope="module")
+async def sample_key(runtime: Any, sample_dir: Path) -> str:
+    summary = await index_files(runtime, "bare-topics", sample_dir, public=True)
+    assert summary.failed == 0, summary.errors
+    return await make_key(runtime, "bare-topics", "uma", [])
+
+
+def _cited(body: dict[str, Any]) -> set[str]:
+    return {s["doc_id"] for s in body["sources"] if s["id"] in body["citations"]}
+
+
+@pytest.mark.parametrize(
+    ("query", "opening", "page"),
+    [
+        (
+            "background tasks",
+            "You can define background tasks to be run *after* returning a response.",
+            "en/tutorial/background-tasks.md",
+        ),
+        ("type hints", 'Python has support for optional "type hints"', "en/python-types.md"),
+        ("cors", "refers to the situations when a frontend", "en/tutorial/cors.md"),
+    ],
+)
+async def test_a_bare_topic_is_answered_with_what_its_page_says_it_is(
+    http: httpx.AsyncClient, sample_key: str, query: str, opening: str, page: str
+) -> None:
+    body = await answered(http, sample_key, query)
+    assert body["answer"].startswith(opening) or opening in body["answer"].split("[S")[0], body
+    assert _cited(body) == {page}, body
+
+
+@pytest.mark.parametrize(
+    ("query", "step", "page"),
+    [
+        ("enable cors", "Import `CORSMiddleware`.", "en/tutorial/cors.md"),
+        ("cors enable karna", "`CORSMiddleware` import करें।", "hi/tutorial/cors.md"),
+    ],
+)
+async def test_a_short_request_is_answered_with_how(
+    http: httpx.AsyncClient, sample_key: str, query: str, step: str, page: str
+) -> None:
+    body = await answered(http, sample_key, query)
+    assert step in body["answer"], body
+    assert page in _cited(body), body
