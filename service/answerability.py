@@ -145,8 +145,10 @@ def action_terms(text: str) -> set[str]:
 
 def content_keys(text: str) -> dict[str, str]:
     """Each Devanagari content term's English term (a Hindi software word: "परीक्षण" →
-    "test", service.text.glossary) or else its consonant skeleton term (stem → `~key`:
-    "मिडलवेयर" is found in a sentence that says "middleware", service.text.phonetic)."""
+    "test", service.text.glossary) or else its consonant skeleton term with the class of the
+    vowel after its first consonant (stem → `~key/vowel`: "मिडलवेयर" → `~mdlvr/I` is found in a
+    sentence that says "middleware", "केरल" → `~krl/E` not in one that says "curly":
+    service.text.phonetic)."""
     out: dict[str, str] = {}
     for w in words(text):
         if w.isascii() or asks(w):
@@ -157,7 +159,8 @@ def content_keys(text: str) -> dict[str, str]:
         if english := glossary.english_terms(stems[0]):
             out[stems[0]] = english[0]
         elif k := phonetic.key(w):
-            out[stems[0]] = phonetic.PREFIX + k
+            vowel = phonetic.first_vowel(w)
+            out[stems[0]] = phonetic.PREFIX + k + (phonetic.VOWEL_MARK + vowel if vowel else "")
     return out
 
 

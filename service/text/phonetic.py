@@ -9,7 +9,12 @@ are both `bkgrnd`, "middleware" and "मिडलवेयर" both `mdlvr`, "re
 dropped; retroflex and dental stops merge (ट and त are `t`), as do `w`/`v` and `z`/`j`.
 
 `key` gives the skeleton of one word, or "" when it is too short to say anything (fewer than
-`MIN_CONSONANTS`) or the word is in another script. BM25 indexes the skeletons of a page's Latin
+`MIN_CONSONANTS`) or the word is in another script. Three consonants meet many words by chance
+("केरल" and "curly" are both `krl`, "बिरयानी" and "brain" `brn`, "खिलाड़ी" and "color" `klr`), so
+where a question's word is matched against a sentence's Latin words (not in BM25, whose index
+holds skeletons alone) the vowel after the first consonant must agree too (`first_vowel`,
+`vowels_agree`): "के" is no "cu", "बि" no "bra", "खि" no "co", while "टो" is "to" (token), "डि"
+"de" (deploy) and "मा" "mou" (mount). BM25 indexes the skeletons of a page's Latin
 words as terms of their own, and a question asks for the skeletons of its Devanagari words
 (`service.text.bm25`): each one's IDF, like every term's, comes from the principal's own chunks.
 """
@@ -23,6 +28,9 @@ import regex
 MIN_CONSONANTS = 3
 PREFIX = "~"
 """Marks a skeleton term apart from words (no tokenized word starts with it)."""
+VOWEL_MARK = "/"
+"""Parts a question word's skeleton from the class of its first vowel (`first_vowel`) in the
+keys matched against sentences (`service.answerability.content_keys`): `~krl/E`."""
 
 _DEVANAGARI_WORD = regex.compile(r"^[\p{Devanagari}]+$")
 _LATIN_WORD = regex.compile(r"^[a-z]+$")
@@ -133,3 +141,89 @@ def query_terms(words: list[str]) -> list[str]:
     """A question's skeleton terms: of its Devanagari words only (its Latin words already match
     as they are, and an English question gets none)."""
     return [PREFIX + k for w in words if not w.isascii() and (k := key(w))]
+
+
+# The vowel after a word's first consonant, where both spellings show it plainly: a Devanagari
+# vowel sign (or none: the inherent "a") against the Latin vowel letters that follow a single
+# consonant. A consonant cluster on either side, or a nasal first, says nothing (no test).
+_SIGNS = {
+    "\u093e": "AA", "\u093f": "I", "\u0940": "I", "\u0941": "U", "\u0942": "U",
+    "\u0947": "E", "\u0948": "AE", "\u094b": "O", "\u094c": "O", "\u0949": "O",
+}  # fmt: skip
+_VIRAMA = "\u094d"
+_AGREE = {
+    "A": ("a", "u", "o", "er", "ir"),  # the inherent vowel: "बटन" button, "कनेक्ट" connect
+    "AA": ("a", "ou", "ow", "au", "aw"),  # "टास्क" task, "माउंट" mount
+    "AI": ("i", "y", "ai", "ei"),  # "टाइप" type, "फ़ाइल" file
+    "I": ("i", "e", "y"),  # "डिप्लॉय" deploy, "रिटर्न" return
+    "U": ("u", "o"),  # "कुकी" cookie, "रूट" route
+    "E": ("e", "a", "ai", "ay", "ei"),  # "टेबल" table, "सेट" set
+    "AE": ("a", "e", "ai", "ay"),  # "कैश" cache, "बैक" back
+    "O": ("o", "a", "au", "aw", "ou"),  # "टोकन" token, "कॉल" call
+}
+_LATIN_VOWELS = frozenset("aeiouy")
+
+
+def first_vowel(word: str) -> str | None:
+    """The class of the vowel after a Devanagari word's first consonant ("केरल": `E`, "बटन":
+    `A`, the inherent one), None when it shows none plainly (a cluster, a nasal first)."""
+    if not _DEVANAGARI_WORD.match(word):
+        return None
+    for i, ch in enumerate(word):
+        if ch in ("\u0902", "\u0901"):  # a nasal first: its vowel says nothing
+            return None
+        if ch not in _DEVA:
+            continue
+        j = i + 1 + (word[i + 1 : i + 2] == _NUKTA)
+        nxt = word[j : j + 1]
+        if nxt == _VIRAMA:
+            return None
+        if nxt in _SIGNS:
+            sign = _SIGNS[nxt]
+            if sign == "AA" and word[j + 1 : j + 2] in ("इ", "ई", "य"):
+                return "AI"  # "टाइप", "फ़ाइल"
+            return sign
+        return "A"
+    return None
+
+
+def _latin_vowel(word: str) -> str | None:
+    """The vowel letters after a Latin word's first consonant sound (an "h" after it is its
+    aspiration; an "r" after one vowel letter is kept: "er"); "" when another consonant follows
+    it (a cluster: "brain", "clear"); None when there is no consonant or nothing after it."""
+    i = 0
+    while i < len(word):
+        for spelled, _ in _LATIN_RULES:
+            if word.startswith(spelled, i):
+                i += len(spelled)
+                break
+        else:
+            if word[i] not in _LATIN_CONSONANTS:  # a vowel, or "h"/"y" before any consonant
+                i += 1
+                continue
+            i += 1
+        break
+    else:
+        return None
+    if word[i : i + 1] == "h":
+        i += 1
+    j = i
+    while j < len(word) and word[j] in _LATIN_VOWELS and j - i < 2:
+        j += 1
+    if j == i:
+        return "" if j < len(word) else None  # a cluster ("" ), or the word's end
+    return word[i:j] + ("r" if word[j : j + 1] == "r" and j - i == 1 else "")
+
+
+def vowels_agree(devanagari: str | None, latin_word: str) -> bool:
+    """Whether a Latin word may be the Devanagari word whose `first_vowel` is `devanagari`: True
+    when either side shows no plain vowel; a Latin cluster ("brain") only against the inherent
+    vowel (a Devanagari cluster says nothing: None), as "ब्राउज़र" writes "browser" and "बिरयानी"
+    is no "brain"; else when the Latin vowel letters are one the class admits ("e" for `I`:
+    "deploy"; not "u" for `E`: "curly" is no "केरल")."""
+    latin = _latin_vowel(latin_word)
+    if devanagari is None or latin is None:
+        return True
+    if not latin:  # a Latin cluster is written with a virama, or with the inherent vowel
+        return devanagari == "A"
+    return latin.startswith(_AGREE[devanagari])

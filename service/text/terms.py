@@ -29,20 +29,34 @@ def identifier_parts(text: str) -> list[str]:
 
 
 @memo_text
-def spoken(text: str) -> frozenset[str]:
+def spoken_words(text: str) -> Mapping[str, tuple[str, ...]]:
     """The consonant skeleton terms of a text's Latin words and identifier parts
-    (`service.text.phonetic`): what a Devanagari spelling of one of them meets."""
-    return frozenset(phonetic.doc_terms([*words(text), *identifier_parts(text)]))
+    (`service.text.phonetic`: what a Devanagari spelling of one of them meets), each → the
+    words that have it."""
+    out: dict[str, list[str]] = {}
+    for w in dict.fromkeys([*words(text), *identifier_parts(text)]):
+        for k in phonetic.doc_terms([w]):
+            out.setdefault(k, []).append(w)
+    return {k: tuple(ws) for k, ws in out.items()}
 
 
 def held_terms(text: str, keys: Mapping[str, str] | None) -> frozenset[str]:
     """`match_terms(text)`, and each question term of `keys` (a Devanagari term → its skeleton
-    term, or its English term: `service.answerability.content_keys`) whose skeleton a Latin
-    word of `text` has, or whose English term `text` holds."""
+    term, with the vowel after its first consonant, or its English term:
+    `service.answerability.content_keys`) whose skeleton a Latin word of `text` has with a
+    vowel that agrees (`phonetic.vowels_agree`: "curly" is no "केरल"), or whose English term
+    `text` holds."""
     terms = match_terms(text)
     if not keys:
         return terms
-    said = spoken(text)
-    return terms | {
-        t for t, k in keys.items() if k in (said if k.startswith(phonetic.PREFIX) else terms)
-    }
+    said = spoken_words(text)
+    held = set(terms)
+    for t, k in keys.items():
+        if not k.startswith(phonetic.PREFIX):
+            if k in terms:
+                held.add(t)
+            continue
+        skeleton, _, vowel = k.partition(phonetic.VOWEL_MARK)
+        if any(phonetic.vowels_agree(vowel or None, w) for w in said.get(skeleton, ())):
+            held.add(t)
+    return frozenset(held)

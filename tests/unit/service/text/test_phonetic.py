@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from service.answerability import content_keys
 from service.text import glossary, phonetic
 from service.text.bm25 import doc_vector, query_terms, query_vector, term_weights
+from service.text.terms import held_terms
 from service.text.tokenize import bm25_terms, words
 
 pytestmark = pytest.mark.unit
@@ -96,3 +98,63 @@ def test_a_text_in_other_scripts_takes_the_words_alone_path_with_the_same_weight
     assert not any(t.startswith(phonetic.PREFIX) for t in some)  # no skeletons were made
     hindi = "यह ऐप app है और ऐप चलता है"  # "ऐप" adds "app" to the count: the full path
     assert term_weights(hindi, ["app"])["app"] == term_weights(hindi)["app"]
+
+
+SAME_VOWEL = [
+    *SAME,
+    ("token", "टोकन"),
+    ("model", "मॉडल"),
+    ("upload", "अपलोड"),
+    ("mount", "माउंट"),
+    ("router", "राउटर"),
+    ("type", "टाइप"),
+    ("file", "फ़ाइल"),
+    ("cookie", "कुकी"),
+    ("table", "टेबल"),
+    ("cache", "कैश"),
+    ("button", "बटन"),
+    ("connect", "कनेक्ट"),
+    ("server", "सर्वर"),
+    ("docker", "डॉकर"),
+    ("browser", "ब्राउज़र"),
+    ("client", "क्लाइंट"),
+]
+
+
+@pytest.mark.parametrize(("latin", "devanagari"), SAME_VOWEL)
+def test_a_loanword_s_first_vowel_agrees_in_both_spellings(latin: str, devanagari: str) -> None:
+    (a,), (b,) = words(latin), words(devanagari)
+    assert phonetic.vowels_agree(phonetic.first_vowel(b), a)
+
+
+@pytest.mark.parametrize(
+    ("latin", "devanagari"),
+    [
+        ("curly", "केरल"),  # Kerala
+        ("brain", "बिरयानी"),  # biryani
+        ("color", "खिलाड़ी"),  # player
+        ("clear", "खिलाड़ी"),
+        ("gemini", "घूमने"),  # to roam
+        ("button", "बैठना"),  # to sit
+        ("remain", "रामायण"),
+        ("react", "रखते"),  # keep
+        ("light", "लगता"),  # seems
+        ("secure", "सक्रिय"),  # active
+        ("ubuntu", "बांटें"),  # share
+    ],
+)
+def test_a_native_word_that_shares_a_skeleton_by_chance_disagrees_in_its_vowel(
+    latin: str, devanagari: str
+) -> None:
+    (a,), (b,) = words(latin), words(devanagari)
+    assert phonetic.key(a) == phonetic.key(b) != ""  # the collision
+    assert not phonetic.vowels_agree(phonetic.first_vowel(b), a)
+
+
+def test_a_question_word_is_held_by_a_sentence_only_where_the_vowel_agrees() -> None:
+    kerala = content_keys("केरल घूमने का सबसे अच्छा समय कब है?")
+    assert not set(kerala) & held_terms("Use curly braces for the path.", kerala)
+    token = content_keys("टोकन कैसे बनाएं?")
+    assert set(token) <= held_terms("Create a token with the secret key.", token)
+    # a word with no plain first vowel is matched on its skeleton alone, as before
+    assert phonetic.first_vowel("त्रुटि") is None and phonetic.first_vowel("अंदर") is None
