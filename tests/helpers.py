@@ -134,3 +134,11 @@ async def ragline(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, 
     out = cap.out.strip()
     data = json.loads(out.splitlines()[-1]) if out.startswith(("{", "[")) else out
     return code, data, cap.err
+
+
+async def sample_tenant_key(runtime: Any, sample_dir: Path, tenant: str) -> str:
+    """A key of a user with no groups, of a tenant with the shipped sample (`data/sample`)
+    indexed as public."""
+    summary = await index_files(runtime, tenant, sample_dir, public=True)
+    assert summary.failed == 0, summary.errors
+    return await make_key(runtime, tenant, "uma", [])

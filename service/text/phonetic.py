@@ -187,6 +187,7 @@ def first_vowel(word: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=100_000)
 def _latin_vowel(word: str) -> str | None:
     """The vowel letters after a Latin word's first consonant sound (an "h" after it is its
     aspiration; an "r" after one vowel letter is kept: "er"); "" when another consonant follows

@@ -14,16 +14,14 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.helpers import answered, index_files, make_key
+from tests.helpers import answered, sample_tenant_key
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
 
-@pytest.fixture(scope="module")
-async def sample_key(runtime: Any, sample_dir: Path) -> str:
-    summary = await index_files(runtime, "bare-topics", sample_dir, public=True)
-    assert summary.failed == 0, summary.errors
-    return await make_key(runtime, "bare-topics", "uma", [])
+@pytest.fixture(scope="module", name="sample_key")
+async def _sample_key(runtime: Any, sample_dir: Path) -> str:
+    return await sample_tenant_key(runtime, sample_dir, "bare-topics")
 
 
 def _cited(body: dict[str, Any]) -> set[str]:

@@ -19,7 +19,7 @@ import regex
 from evals.answers import evidence_overlap
 from evals.confidence_fit import EVIDENCE_RIGHT
 from service.answerability import load_model
-from tests.helpers import answered, index_files, make_key
+from tests.helpers import answered, sample_tenant_key
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
@@ -34,11 +34,9 @@ def _docs_question(qid: str) -> dict[str, Any]:
     raise LookupError(qid)
 
 
-@pytest.fixture(scope="module")
-async def sample_key(runtime: Any, sample_dir: Path) -> str:
-    summary = await index_files(runtime, "confidence-docs", sample_dir, public=True)
-    assert summary.failed == 0, summary.errors
-    return await make_key(runtime, "confidence-docs", "uma", [])
+@pytest.fixture(scope="module", name="sample_key")
+async def _sample_key(runtime: Any, sample_dir: Path) -> str:
+    return await sample_tenant_key(runtime, sample_dir, "confidence-docs")
 
 
 def _average_answer() -> float:

@@ -14,16 +14,14 @@ import httpx
 import pytest
 
 from service.answerability import abstain_message
-from tests.helpers import answered, auth, index_files, make_key
+from tests.helpers import answered, auth, sample_tenant_key
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
 
-@pytest.fixture(scope="module")
-async def sample_key(runtime: Any, sample_dir: Path) -> str:
-    summary = await index_files(runtime, "skeletons", sample_dir, public=True)
-    assert summary.failed == 0, summary.errors
-    return await make_key(runtime, "skeletons", "uma", [])
+@pytest.fixture(scope="module", name="sample_key")
+async def _sample_key(runtime: Any, sample_dir: Path) -> str:
+    return await sample_tenant_key(runtime, sample_dir, "skeletons")
 
 
 async def test_a_dish_that_sounds_like_an_english_word_is_abstained_on(
