@@ -17,6 +17,7 @@ from service.generate.protocol import GenerationRecord, Passage, TokenStream
 from service.generate.select import select
 from service.text.instructions import asks_how, asks_what
 from service.text.markdown import is_block
+from service.text.terms import named_parts
 
 NO_ANSWER = "The sources do not answer this question."
 _PIECE = regex.compile(r"\S+\s*")
@@ -36,7 +37,15 @@ def pick_sentences(question: str, passages: Sequence[Passage], limit: int) -> li
     terms = content_terms(FRAMING.sub(" ", question))
     if how:  # the action asked for is a term, as English keeps "create": "… token बनाएँ।"
         terms |= action_terms(question)
-    return select(terms, passages, limit, content_keys(question), how=how, what=asks_what(question))
+    return select(
+        terms,
+        passages,
+        limit,
+        content_keys(question),
+        how=how,
+        what=asks_what(question),
+        plain=named_parts(question, terms),
+    )
 
 
 def render(picked: Sequence[tuple[str, str]]) -> str:

@@ -48,7 +48,7 @@ from service.index.protocol import NO_SCORE
 from service.text.instructions import defines, is_step, records_change
 from service.text.markdown import introduces, is_block, said, units
 from service.text.term_lists import mostly_term_lists, term_list_flags
-from service.text.terms import held_terms
+from service.text.terms import held_terms, plain_terms
 
 VERSION = regex.compile(r"\bv?\d+(?:\.\d+){2,}\b")
 """A version number ("0.95.1"): its numbers are no terms a question's "1" or "95" means."""
@@ -122,11 +122,16 @@ class Candidate(msgspec.Struct, kw_only=True):
 
 
 def candidates(
-    passages: Sequence[Passage], keys: Mapping[str, str] | None = None, steps: bool = False
+    passages: Sequence[Passage],
+    keys: Mapping[str, str] | None = None,
+    steps: bool = False,
+    plain: frozenset[str] = frozenset(),
 ) -> list[Candidate]:
     """Every unit of the passages; `keys` (a Devanagari question term → its consonant skeleton
     term, `service.answerability.content_keys`) lets a unit that writes the word in Latin
-    letters hold the term ("मिडलवेयर" in "add a middleware")."""
+    letters hold the term ("मिडलवेयर" in "add a middleware"); a term of `plain`
+    (`service.text.terms.named_parts`: "fast" of "Why is FastAPI fast?") is held only as a word
+    of its own, not as a part of an identifier ("FastAPI will do the right thing with them.")."""
     out = []
     for rank, p in enumerate(passages):
         found = units(p.text)
@@ -138,13 +143,17 @@ def candidates(
             if steps and records_change(sent):
                 continue  # a changelog says what changed, not how
             sim = sims[pos] if sims and sims[pos] > NO_SCORE else None
+            text = VERSION.sub(" ", said(sent))
+            terms = held_terms(text, keys)
+            if plain:
+                terms -= plain - plain_terms(text)
             out.append(
                 Candidate(
                     rank=rank,
                     pos=pos,
                     text=sent,
                     source=p.id,
-                    terms=held_terms(VERSION.sub(" ", said(sent)), keys),
+                    terms=terms,
                     sim=sim,
                     step=steps and is_step(sent),
                 )
@@ -166,14 +175,16 @@ def select(
     keys: Mapping[str, str] | None = None,
     how: bool = False,
     what: bool = False,
+    plain: frozenset[str] = frozenset(),
 ) -> list[tuple[str, str]]:
     """(sentence, source id) pairs that answer, in the order chosen (a run of steps in its
     page's order), at most `limit` units chosen (a unit's context comes with it). `how`:
     the question asks how to do something, so steps count more and the steps that follow a
-    chosen unit carry the answer on (a procedure is not covered by naming its tool)."""
+    chosen unit carry the answer on (a procedure is not covered by naming its tool). `plain`:
+    question terms held only as words of their own (`candidates`)."""
     if not question_terms or limit <= 0:
         return []
-    cands = candidates(passages, keys, steps=how)
+    cands = candidates(passages, keys, steps=how, plain=plain)
     weights = term_weights(question_terms, cands)
     total = sum(weights.values()) or 1.0
     covered: set[str] = set()

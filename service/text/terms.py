@@ -3,7 +3,7 @@ split too, so "enable CORS middleware" finds `CORSMiddleware` and `add_middlewar
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 
 import regex
 
@@ -60,3 +60,17 @@ def held_terms(text: str, keys: Mapping[str, str] | None) -> frozenset[str]:
         if any(phonetic.vowels_agree(vowel or None, w) for w in said.get(skeleton, ())):
             held.add(t)
     return frozenset(held)
+
+
+def named_parts(text: str, terms: Set[str]) -> frozenset[str]:
+    """The `terms` that are parts of an identifier `text` writes whole: "fast" in "Why is FastAPI
+    fast?" (the question says "FastAPI" and, besides, "fast"). Such a term is held by a sentence
+    only as a word of its own (`plain_terms`), not as the part of that identifier it also is."""
+    parts = identifier_parts(text)
+    return frozenset(terms & set(bm25_terms(" ".join(parts)))) if parts else frozenset()
+
+
+@memo_text
+def plain_terms(text: str) -> frozenset[str]:
+    """`text`'s stemmed terms without the parts of its identifiers."""
+    return frozenset(bm25_terms(text))

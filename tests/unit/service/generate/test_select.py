@@ -697,3 +697,24 @@ def test_a_sentence_is_quoted_once() -> None:
     picked = pick_sentences("How do I declare a 404 response model?", [first, again], 3)
     assert [s for s, _ in picked] == [first.text]
     assert select.once([]) == []
+
+
+def test_a_word_the_question_also_writes_inside_a_name_is_held_only_as_a_word() -> None:
+    """ "Why is FastAPI fast?" says "fast" besides "FastAPI": a sentence that names FastAPI
+    holds "fast" only where it says the word ("FastAPI will do the right thing with them." was
+    the whole answer: the part "fast" of "FastAPI" counted as the question's "fast")."""
+    text = (
+        "You can mix `def` and `async def` as much as you need. FastAPI will do the right thing "
+        "with them. Anyway, in any of the cases above, FastAPI will still work asynchronously "
+        "and be extremely fast."
+    )
+    picked = pick_sentences("Why is FastAPI fast?", [Passage(id="S1", title="", text=text)], 3)
+    assert [t for t, _ in picked] == [
+        "Anyway, in any of the cases above, FastAPI will still work asynchronously and be "
+        "extremely fast."
+    ]
+    # an identifier the question does not write whole still holds its parts ("middleware")
+    cors = "Use the `CORSMiddleware` class."
+    assert pick_sentences(
+        "Which middleware handles CORS?", [Passage(id="S1", title="", text=cors)], 1
+    )
