@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
+import regex
 
 from tests.helpers import answered, sample_tenant_key
 
@@ -49,3 +50,14 @@ async def test_a_bare_topic_or_request_is_answered_from_its_page(
     body = await answered(http, sample_key, query)
     assert quoted in body["answer"], body
     assert page in _cited(body), body
+
+
+async def test_a_word_asked_besides_a_name_is_answered_where_a_sentence_says_it(
+    http: httpx.AsyncClient, sample_key: str
+) -> None:
+    """ "Why is FastAPI fast?": every sentence naming FastAPI held the question's "fast" (the
+    name's parts count, so that "middleware" finds `CORSMiddleware`), and the answer was
+    "FastAPI will do the right thing with them." alone; now a sentence that says the word."""
+    body = await answered(http, sample_key, "Why is FastAPI fast?")
+    assert regex.search(r"\bfast\b", body["answer"], regex.IGNORECASE), body
+    assert "right thing with them" not in body["answer"], body
