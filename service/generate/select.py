@@ -48,7 +48,8 @@ from service.index.protocol import NO_SCORE
 from service.text.instructions import defines, is_step, records_change
 from service.text.markdown import introduces, is_block, said, units
 from service.text.term_lists import mostly_term_lists, term_list_flags
-from service.text.terms import held_terms, plain_terms
+from service.text.terms import held_terms
+from service.text.tokenize import bm25_terms
 
 VERSION = regex.compile(r"\bv?\d+(?:\.\d+){2,}\b")
 """A version number ("0.95.1"): its numbers are no terms a question's "1" or "95" means."""
@@ -146,7 +147,7 @@ def candidates(
             text = VERSION.sub(" ", said(sent))
             terms = held_terms(text, keys)
             if plain:
-                terms -= plain - plain_terms(text)
+                terms -= plain - set(bm25_terms(text))  # as words, not identifier parts
             out.append(
                 Candidate(
                     rank=rank,

@@ -57,10 +57,11 @@ QUERY_WORDS = 6
 """A query of at most this many words may be a bare topic or a request (`asks_topic`,
 `asks_to_do`); a longer one is a sentence of its own."""
 _QUERY_WORD = regex.compile(r"[\p{L}\p{M}\p{N}_]+")
-_ASKING_EN = frozenset(
-    "what how why when where which who whom whose can could does do did is are was were should"
-    " would will shall may might must".split()
+_WH_EN = frozenset("what how why when where which who whom whose".split())
+_ASKING_EN = _WH_EN | frozenset(
+    "can could does do did is are was were should would will shall may might must".split()
 )
+"""What an English question opens with; `_WH_EN` anywhere in a query makes it a question."""
 _ASKING_INDIC = frozenset(
     "क्या कैसे क्यों क्यूं क्यूँ कब कहाँ कहां कौन कौनसा कौनसी किस किसे कितना कितने कितनी"
     " kya kaise kaisey kese kyun kyon kyu kab kahan kaun kaunsa kaunsi kis kise kitna kitne"
@@ -73,9 +74,6 @@ _TO_DO_INDIC = regex.compile(
 )
 """A Hindi or Hinglish request ending in an infinitive or imperative ("CORS चालू करना",
 "cookie set karein", "file upload karne ka tarika")."""
-
-
-_WH_EN = frozenset("what how why when where which who whom whose".split())
 
 
 def _query_words(question: str) -> list[str] | None:

@@ -222,8 +222,10 @@ def vowels_agree(devanagari: str | None, latin_word: str) -> bool:
     vowel (a Devanagari cluster says nothing: None), as "ब्राउज़र" writes "browser" and "बिरयानी"
     is no "brain"; else when the Latin vowel letters are one the class admits ("e" for `I`:
     "deploy"; not "u" for `E`: "curly" is no "केरल")."""
+    if devanagari is None:
+        return True
     latin = _latin_vowel(latin_word)
-    if devanagari is None or latin is None:
+    if latin is None:
         return True
     if not latin:  # a Latin cluster is written with a virama, or with the inherent vowel
         return devanagari == "A"

@@ -4,6 +4,7 @@ split too, so "enable CORS middleware" finds `CORSMiddleware` and `add_middlewar
 from __future__ import annotations
 
 from collections.abc import Mapping, Set
+from types import MappingProxyType
 
 import regex
 
@@ -37,7 +38,7 @@ def spoken_words(text: str) -> Mapping[str, tuple[str, ...]]:
     for w in dict.fromkeys([*words(text), *identifier_parts(text)]):
         for k in phonetic.doc_terms([w]):
             out.setdefault(k, []).append(w)
-    return {k: tuple(ws) for k, ws in out.items()}
+    return MappingProxyType({k: tuple(ws) for k, ws in out.items()})  # memoized: read-only
 
 
 def held_terms(text: str, keys: Mapping[str, str] | None) -> frozenset[str]:
@@ -65,12 +66,7 @@ def held_terms(text: str, keys: Mapping[str, str] | None) -> frozenset[str]:
 def named_parts(text: str, terms: Set[str]) -> frozenset[str]:
     """The `terms` that are parts of an identifier `text` writes whole: "fast" in "Why is FastAPI
     fast?" (the question says "FastAPI" and, besides, "fast"). Such a term is held by a sentence
-    only as a word of its own (`plain_terms`), not as the part of that identifier it also is."""
+    only as a word of its own (among `bm25_terms`), not as the part of that identifier it also
+    is."""
     parts = identifier_parts(text)
     return frozenset(terms & set(bm25_terms(" ".join(parts)))) if parts else frozenset()
-
-
-@memo_text
-def plain_terms(text: str) -> frozenset[str]:
-    """`text`'s stemmed terms without the parts of its identifiers."""
-    return frozenset(bm25_terms(text))
