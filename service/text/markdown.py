@@ -126,6 +126,20 @@ def strip_directives(text: str) -> str:
     return "\n".join(out)
 
 
+_LINK_TARGET = regex.compile(r"\]\([^()\s]*\)")
+_URL = regex.compile(r"\b(?:https?|ftp)://\S+")
+
+
+def prose(text: str) -> str:
+    """What a reader reads of `text` as prose: `strip_directives`, then without fenced code
+    blocks, inline code spans, link targets and bare URLs. A page's language is judged on
+    this: a Hindi page that opens with a console session, or an English reference page of
+    code and `:::` directives, is not taken for the language of its code."""
+    kept = [item for item in _fenced(strip_directives(text).split("\n")) if isinstance(item, str)]
+    body = _CODE_SPAN.sub(" ", "\n".join(kept))
+    return _URL.sub(" ", _LINK_TARGET.sub("]", body))
+
+
 _MARKER = regex.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
 """A list item's marker: a bullet or a number, and the space after it."""
 _LIST_ITEM = regex.compile(_MARKER.pattern + r"\S")

@@ -73,6 +73,30 @@ CORS_BN = """# CORS (ক্রস-অরিজিন রিসোর্স শ�
 `CORSMiddleware` ইমপোর্ট করুন, অনুমোদিত অরিজিনের তালিকা তৈরি করুন এবং এটিকে মিডলওয়্যার হিসেবে যোগ করুন।
 """
 
+# A page and its Hindi translation that opens with a console session, as FastAPI's CLI page
+# does: the Hindi copy was taken for English and answered an English question.
+_CONSOLE = "\n".join(
+    ['<div class="termy">', "", "```console", "$ fastapi dev main.py", ""]
+    + [
+        f'  <span style="color:#009485"> server </span> Reloading server process [{i}]'
+        for i in range(40)
+    ]
+    + ["```", "", "</div>", ""]
+)
+CLI_EN = f"""# FastAPI CLI
+
+{_CONSOLE}
+To run your app in development mode, use the `fastapi dev` command: it reloads the code on
+every change. In production, use `fastapi run`, which starts Uvicorn without reloading.
+"""
+CLI_HI = f"""# FastAPI CLI
+
+{_CONSOLE}
+development mode में अपना app चलाने के लिए `fastapi dev` command का उपयोग करें: यह हर बदलाव पर
+code को reload करता है। Production में `fastapi run` का उपयोग करें, जो reload के बिना Uvicorn
+शुरू करता है।
+"""
+
 # Other pages of the same site: a documentation tenant has more than the two pages asked about
 # (BM25's IDF needs a collection to be meaningful).
 OTHER_PAGES = {
@@ -108,10 +132,12 @@ async def docs_key(runtime: Any, tmp_path_factory: pytest.TempPathFactory) -> st
     write(root, "hi/background-tasks.md", TASKS_HI)
     write(root, "ta/cors.md", CORS_TA)
     write(root, "bn/cors.md", CORS_BN)
+    write(root, "en/fastapi-cli.md", CLI_EN)
+    write(root, "hi/fastapi-cli.md", CLI_HI)
     for name, text in OTHER_PAGES.items():
         write(root, f"en/{name}.md", f"# {name.replace('-', ' ').title()}\n\n{text}\n")
     summary = await index_files(runtime, "abstain-docs", root, public=True)
-    assert summary.failed == 0 and summary.added == 6 + len(OTHER_PAGES), summary.errors
+    assert summary.failed == 0 and summary.added == 8 + len(OTHER_PAGES), summary.errors
     return await make_key(runtime, "abstain-docs", "uma", [])
 
 
@@ -221,6 +247,30 @@ async def test_translations_collapse_to_the_question_language(
         done = events[-1][1]  # answered, in the question's language
         assert done["abstained"] is False and question_lang(done["answer"]) == lang, done
         assert not {"en/cors.md", "hi/cors.md", "ta/cors.md", "bn/cors.md"} - {page} & set(docs)
+
+
+async def test_a_translation_that_opens_with_code_is_still_in_its_language(
+    http: httpx.AsyncClient, docs_key: str
+) -> None:
+    """hi/fastapi-cli.md opens with a console session: it is still the Hindi copy, so an
+    English question is answered from the English page alone, a Hindi one from the Hindi page,
+    and the `lang` filter finds it under `hi`."""
+    english = await sse_events(
+        http, docs_key, {"query": "How do I run my app in development mode with reloading?"}
+    )
+    docs = [s["doc_id"] for s in english[1][1]["sources"]]
+    assert docs[0] == "en/fastapi-cli.md" and "hi/fastapi-cli.md" not in docs, docs
+    assert question_lang(english[-1][1]["answer"]) == "en"
+    hindi = await sse_events(http, docs_key, {"query": "development mode में app कैसे चलाएं?"})
+    docs = [s["doc_id"] for s in hindi[1][1]["sources"]]
+    assert docs[0] == "hi/fastapi-cli.md" and "en/fastapi-cli.md" not in docs, docs
+    resp = await http.post(
+        "/v1/search",
+        json={"query": "fastapi dev", "filters": {"lang": "hi"}, "top_k": 20},
+        headers=auth(docs_key),
+    )
+    assert resp.status_code == 200, resp.text
+    assert "hi/fastapi-cli.md" in {r["doc_id"] for r in resp.json()["results"]}
 
 
 async def test_lang_is_a_filter(http: httpx.AsyncClient, docs_key: str) -> None:

@@ -127,6 +127,38 @@ def test_language_detection() -> None:
     assert detect_lang(marathi) == "mr"
 
 
+CONSOLE = "\n".join(
+    ['<div class="termy">', "", "```console", "$ fastapi dev main.py", ""]
+    + [
+        f'  <span style="color:#009485"> server </span> Started server process [{i}]'
+        for i in range(40)
+    ]
+    + ["```", "", "</div>", ""]
+)
+
+
+def test_language_is_judged_on_prose_not_code() -> None:
+    """A page's code, markup and links do not decide its language (a Hindi page that opened
+    with a console session was read as English; an English reference page of code and `:::`
+    directives as Macedonian)."""
+    hindi = (
+        "# FastAPI CLI\n\n"
+        + CONSOLE
+        + "development के लिए अपना ऐप चलाने के लिए, आप `fastapi dev` command का उपयोग कर सकते हैं।\n"
+        + "Production में आप `fastapi run` का उपयोग करते हैं, जो [Uvicorn](https://www.uvicorn.org) "
+        "को चलाता है।\n"
+    )
+    assert detect_lang(hindi) == "hi"
+    reference = (
+        "# Dependencies - `Depends()` and `Security()`\n\n## `Depends()`\n\n"
+        "Dependencies are handled mainly with the special function `Depends()` that takes a "
+        "callable.\n\nHere is the reference for it and its parameters.\n\n"
+        "```python\nfrom fastapi import Depends\n```\n\n::: fastapi.Depends\n"
+    )
+    assert detect_lang(reference) == "en"
+    assert detect_lang("```python\nimport os\nprint(os.getcwd())\n```\n") == "en"  # no prose
+
+
 def test_yaml_dates_in_front_matter_become_iso_text(tmp_path: Path) -> None:
     path = write(
         tmp_path, "d.md", "---\npublished: 2024-05-01\nat: 2024-05-01 10:30:00\n---\n# T\n\nx\n"
