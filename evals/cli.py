@@ -424,7 +424,7 @@ def register(sub: Any) -> None:
     run.add_argument(
         "--split",
         choices=list(SPLITS),
-        help="only questions of this split (`fresh`, `fresh2`, `fresh3`: the docs suite's "
+        help="only questions of this split (`fresh` … `fresh4`: the docs suite's "
         "questions written after its answer rules were built)",
     )
     run.add_argument(

@@ -20,9 +20,9 @@ from evals.datasets import SHARED_DATA
 SUITES_DIR = Path(__file__).resolve().parent.parent / "data" / "evals"
 CANARY_GROUP = "group:eval-canary"
 """The ACL of canary documents: the suite's principal never has this group."""
-SPLITS = ("dev", "test", "fresh", "fresh2", "fresh3")
+SPLITS = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4")
 """A question's `tags.split`: the half answer rules are chosen on (dev), the half they are checked
-on (test), and the docs suite's questions written after them (fresh, fresh2, fresh3:
+on (test), and the docs suite's questions written after them (fresh … fresh4:
 data/evals/docs/README.md)."""
 
 
