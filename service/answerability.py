@@ -113,10 +113,26 @@ def _feature(s: Signals, name: str) -> float:
     return float(getattr(s, name))
 
 
+_CODE_SPAN = regex.compile(r"`+[^`]*`+")
+_CODE_TOKEN = regex.compile(r"[_(){}\[\]=<>/]|\w\.\w")
+"""A token that is code, not a word of the question's language: `read_item(item_id: int)`,
+`app.add_middleware`, `/items/{id}`."""
+
+
+def question_prose(question: str) -> str:
+    """The question without its code (backticked spans, identifier-like tokens), whose words
+    say its language; the question itself when nothing else is left."""
+    tokens = _CODE_SPAN.sub(" ", question).split()
+    prose = " ".join(t for t in tokens if not _CODE_TOKEN.search(t))
+    return prose if any(ch.isalpha() for ch in prose) else question
+
+
 def question_lang(question: str) -> str:
     """`hi` for Devanagari, `hinglish` for romanized Hindi, the script's language for the other
     Indic scripts (`bn`, `ta`, `te`, `kn`, `ml`, `gu`, `pa`, `or`: `indic_lang`), `other` for
-    other scripts, else `en` (the embedder's)."""
+    other scripts, else `en` (the embedder's). Judged on the question's prose
+    (`question_prose`): a Hindi question quoting a line of code is still Hindi."""
+    question = question_prose(question)
     script = script_of(question)
     if script != "latin":
         if script == "devanagari":

@@ -249,6 +249,19 @@ async def test_translations_collapse_to_the_question_language(
         assert not {"en/cors.md", "hi/cors.md", "ta/cors.md", "bn/cors.md"} - {page} & set(docs)
 
 
+async def test_a_hindi_question_quoting_code_is_answered_in_hindi(
+    http: httpx.AsyncClient, docs_key: str
+) -> None:
+    """The question's code does not make it English: a Hindi question that quotes a line of
+    Python gets the Hindi page, and its answer is in Hindi."""
+    code = '`app.add_middleware(CORSMiddleware, allow_origins=["*"], allow_credentials=True)`'
+    events = await sse_events(http, docs_key, {"query": f"{code} का उपयोग कैसे करें?"})
+    docs = [s["doc_id"] for s in events[1][1]["sources"]]
+    assert docs[0] == "hi/cors.md" and "en/cors.md" not in docs, docs
+    done = events[-1][1]
+    assert done["abstained"] is False and question_lang(done["answer"]) == "hi", done
+
+
 async def test_a_translation_that_opens_with_code_is_still_in_its_language(
     http: httpx.AsyncClient, docs_key: str
 ) -> None:

@@ -51,6 +51,20 @@ def test_question_language() -> None:
     assert question_lang("cookie set karein") == "hinglish"
     assert question_lang("CORS enable") == "en"
     assert question_lang("How do I enable CORS in my app, so that karna works?") == "en"
+
+
+def test_question_language_is_judged_on_its_prose_not_its_code() -> None:
+    """Quoted code (a backticked span, identifier-like tokens) says nothing of the language the
+    question is asked in: it made a Hindi or Hinglish question that quotes a line "English"."""
+    code = '`app.add_middleware(CORSMiddleware, allow_origins=["*"], allow_credentials=True)`'
+    assert question_lang(f"{code} का मतलब क्या है?") == "hi"
+    bare = 'app.add_middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["*"])'
+    assert question_lang(f"{bare} का मतलब क्या है?") == "hi"
+    line = '`@app.get("/items/{item_id}") async def read_item(item_id: int)`'
+    assert question_lang(f"Mera code {line} 422 error kyon deta hai?") == "hinglish"
+    assert question_lang(f"Why does {line} return 422?") == "en"
+    assert question_lang("What does app.include_router do?") == "en"
+    assert question_lang("`app.include_router`") == "en"  # nothing but code: the code decides
     # the other Indic scripts each tell their language, English words mixed in or not
     assert question_lang("CORSMiddleware ஐ எப்படி பயன்படுத்துவது?") == "ta"
     assert question_lang("ফ্রান্সের রাজধানী কী?") == "bn"
