@@ -17,7 +17,7 @@ from service.answerability import model_version as answerability_version
 from service.config import Settings
 from service.index.filters import FilterSpec
 
-PIPELINE_VERSION = "40"  # 40: question language from its prose; 39: a word besides a name
+PIPELINE_VERSION = "41"  # 41: a Hinglish answer in one language; 40: question language
 """Bump when retrieval or answer code changes what it returns for the same inputs."""
 
 

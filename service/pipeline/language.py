@@ -7,7 +7,9 @@ question's language when there is one, else the best-ranked. Then hits in the qu
 language go first (stable), so an English question is not answered from a Hindi page when an
 English one was found, and a Hindi question from the Hindi one; so too a Bengali, Tamil, Telugu,
 Kannada, Malayalam, Gujarati, Punjabi or Odia question (its script tells its language) from its
-language's page. A Hinglish question takes the best-ranked copy.
+language's page. A Hinglish question (its reader reads either script) is answered in one
+language, the best-ranked page's: of each page the copy in that language, and those pages first,
+so its answer does not switch scripts from one sentence to the next.
 
 An answer asks the search for `COPIES` times the sources it wants and keeps `top_k` after this
 (`answer_sources`): dropping a page's other copies must not leave fewer, or worse, sources
@@ -60,7 +62,9 @@ def translation_key_of(doc_id: str, langs: set[str]) -> str:
 
 def prefer_language(question: str, hits: Sequence[Hit]) -> list[Hit]:
     lang = question_lang(question)
-    want = "" if lang in {"hinglish", "other"} else lang  # en, hi, bn, ta, …
+    want = "" if lang == "other" else lang  # en, hi, bn, ta, …
+    if lang == "hinglish":  # read in either script: one of them, the best-ranked page's
+        want = hits[0].lang if hits else ""
     langs = {h.lang for h in hits if h.lang} | {"en", "hi"}
     groups: dict[str, list[Hit]] = {}
     order: list[str] = []

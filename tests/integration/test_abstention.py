@@ -249,6 +249,27 @@ async def test_translations_collapse_to_the_question_language(
         assert not {"en/cors.md", "hi/cors.md", "ta/cors.md", "bn/cors.md"} - {page} & set(docs)
 
 
+@pytest.mark.parametrize(
+    "question",
+    [
+        "CORS kaise enable karein aur background task kaise chalayein?",
+        "response ke baad email bhejna hai aur CORS bhi chahiye, kaise karein?",
+        "CORSMiddleware import karke background task add kaise karein?",
+    ],
+)
+async def test_a_hinglish_answer_keeps_to_one_language(
+    http: httpx.AsyncClient, docs_key: str, question: str
+) -> None:
+    """A Hinglish question may be answered from the English or the Hindi pages, not from both
+    (its answer would switch scripts between sentences): every source that has a copy in each
+    language is in the language of the first such source."""
+    events = await sse_events(http, docs_key, {"query": question})
+    docs = [s["doc_id"] for s in events[1][1]["sources"]]
+    both = {"cors.md", "background-tasks.md", "fastapi-cli.md"}
+    translated = [d.split("/")[0] for d in docs if d.split("/", 1)[1] in both]
+    assert len(translated) >= 2 and set(translated) == {translated[0]}, docs
+
+
 async def test_a_hindi_question_quoting_code_is_answered_in_hindi(
     http: httpx.AsyncClient, docs_key: str
 ) -> None:

@@ -53,6 +53,30 @@ def test_a_question_in_another_indic_script_gets_its_language_s_copy() -> None:
     assert hinglish[0] == "docs/en/cors.md"
 
 
+def test_a_hinglish_question_is_answered_in_one_language() -> None:
+    """Its reader reads either script, but not an answer that switches between them: the
+    best-ranked page's language, for every page that has a copy in it."""
+    hits = [
+        _hit("hi/docs/cors.md", "hi"),
+        _hit("en/docs/cors.md", "en"),
+        _hit("en/docs/tasks.md", "en"),
+        _hit("hi/docs/tasks.md", "hi"),
+        _hit("en/docs/only-english.md", "en"),
+    ]
+    question = "CORS aur background tasks kaise use karein?"
+    assert [h.doc_id for h in prefer_language(question, hits)] == [
+        "hi/docs/cors.md",
+        "hi/docs/tasks.md",
+        "en/docs/only-english.md",
+    ]
+    english_first = [hits[1], hits[0], hits[3], hits[2], hits[4]]
+    assert [h.doc_id for h in prefer_language(question, english_first)] == [
+        "en/docs/cors.md",
+        "en/docs/tasks.md",
+        "en/docs/only-english.md",
+    ]
+
+
 def test_front_matter_translation_of_groups_documents() -> None:
     hits = [
         _hit("guia.md", "hi", translation_of="guide.md"),
