@@ -61,7 +61,7 @@ from service.text.question_words import (
 )
 from service.text.sentences import split_sentences
 from service.text.terms import held_terms, match_terms
-from service.text.tokenize import bm25_terms, indic_lang, script_of, words
+from service.text.tokenize import bm25_terms, indic_lang, script_of, without_code, words
 
 _CITATION = regex.compile(r"\[\s*S\d+(?:\s*,\s*S\d+)*\s*\]")
 MODEL_PATH = Path(__file__).resolve().parent / "data" / "answerability.json"
@@ -113,26 +113,12 @@ def _feature(s: Signals, name: str) -> float:
     return float(getattr(s, name))
 
 
-_CODE_SPAN = regex.compile(r"`+[^`]*`+")
-_CODE_TOKEN = regex.compile(r"[_(){}\[\]=<>/]|\w\.\w")
-"""A token that is code, not a word of the question's language: `read_item(item_id: int)`,
-`app.add_middleware`, `/items/{id}`."""
-
-
-def question_prose(question: str) -> str:
-    """The question without its code (backticked spans, identifier-like tokens), whose words
-    say its language; the question itself when nothing else is left."""
-    tokens = _CODE_SPAN.sub(" ", question).split()
-    prose = " ".join(t for t in tokens if not _CODE_TOKEN.search(t))
-    return prose if any(ch.isalpha() for ch in prose) else question
-
-
 def question_lang(question: str) -> str:
     """`hi` for Devanagari, `hinglish` for romanized Hindi, the script's language for the other
     Indic scripts (`bn`, `ta`, `te`, `kn`, `ml`, `gu`, `pa`, `or`: `indic_lang`), `other` for
-    other scripts, else `en` (the embedder's). Judged on the question's prose
-    (`question_prose`): a Hindi question quoting a line of code is still Hindi."""
-    question = question_prose(question)
+    other scripts, else `en` (the embedder's). Judged on the question without its code
+    (`without_code`): a Hindi question quoting a line of code is still Hindi."""
+    question = without_code(question)
     script = script_of(question)
     if script != "latin":
         if script == "devanagari":

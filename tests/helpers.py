@@ -142,3 +142,11 @@ async def sample_tenant_key(runtime: Any, sample_dir: Path, tenant: str) -> str:
     summary = await index_files(runtime, tenant, sample_dir, public=True)
     assert summary.failed == 0, summary.errors
     return await make_key(runtime, tenant, "uma", [])
+
+
+def console_session(what: str, lines: int = 40) -> str:
+    """A MkDocs terminal block as FastAPI's pages open with (`<div class="termy">`, a console
+    session of `lines` lines of HTML-coloured output): Latin markup that outweighs the prose."""
+    out = [f'  <span style="color:#009485"> server </span> {what} [{i}]' for i in range(lines)]
+    opening = ['<div class="termy">', "", "```console", "$ fastapi dev main.py", ""]
+    return "\n".join([*opening, *out, "```", "", "</div>", ""])

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from service.answerability import abstain_message, question_lang
-from tests.helpers import auth, index_files, make_key, sse_events, write
+from tests.helpers import auth, console_session, index_files, make_key, sse_events, write
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
@@ -75,14 +75,7 @@ CORS_BN = """# CORS (ক্রস-অরিজিন রিসোর্স শ�
 
 # A page and its Hindi translation that opens with a console session, as FastAPI's CLI page
 # does: the Hindi copy was taken for English and answered an English question.
-_CONSOLE = "\n".join(
-    ['<div class="termy">', "", "```console", "$ fastapi dev main.py", ""]
-    + [
-        f'  <span style="color:#009485"> server </span> Reloading server process [{i}]'
-        for i in range(40)
-    ]
-    + ["```", "", "</div>", ""]
-)
+_CONSOLE = console_session("Reloading server process")
 CLI_EN = f"""# FastAPI CLI
 
 {_CONSOLE}

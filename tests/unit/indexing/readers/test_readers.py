@@ -18,7 +18,7 @@ from service.ingest.links import chunk_links
 from service.text.lang import detect_lang
 from service.text.sentences import split_sentences
 from tests.files import HTML, make_corpus, make_docx, make_pdf, make_report_pdf
-from tests.helpers import write
+from tests.helpers import console_session, write
 
 pytestmark = pytest.mark.unit
 
@@ -127,14 +127,7 @@ def test_language_detection() -> None:
     assert detect_lang(marathi) == "mr"
 
 
-CONSOLE = "\n".join(
-    ['<div class="termy">', "", "```console", "$ fastapi dev main.py", ""]
-    + [
-        f'  <span style="color:#009485"> server </span> Started server process [{i}]'
-        for i in range(40)
-    ]
-    + ["```", "", "</div>", ""]
-)
+CONSOLE = console_session("Started server process")
 
 
 def test_language_is_judged_on_prose_not_code() -> None:
