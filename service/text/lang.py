@@ -20,10 +20,10 @@ from service.text.markdown import prose
 from service.text.tokenize import script_of
 
 MIN_SCORE = 0.4
-_PROSE_CHARS = 20_000
-"""How much of a document is read for its prose (code and markup dropped) before sampling."""
 OTHER_DEVANAGARI_MIN_SCORE = 0.8
 _SAMPLE_CHARS = 2000
+_PROSE_CHARS = 20_000
+"""How much of a document is read for its prose (code and markup dropped) before sampling."""
 _DEVANAGARI_WORD = regex.compile(r"[\p{Devanagari}]+")
 _lock = threading.Lock()
 _detector: list[Any] = []  # loaded once, on first use
