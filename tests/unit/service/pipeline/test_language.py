@@ -48,7 +48,7 @@ def test_a_question_in_another_indic_script_gets_its_language_s_copy() -> None:
     # no copy in the question's language (Telugu): the best-ranked copy, order kept
     telugu = [h.doc_id for h in prefer_language("CORSMiddleware ను ఎలా వాడాలి?", hits)]
     assert telugu == ["docs/en/cors.md", "docs/en/tasks.md", "docs/ta/other.md"]
-    # Hinglish readers take the best-ranked copy too
+    # Hinglish readers take the best-ranked page's language (here English)
     hinglish = [h.doc_id for h in prefer_language("CORS kaise enable karein, batao na?", hits)]
     assert hinglish[0] == "docs/en/cors.md"
 
