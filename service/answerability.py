@@ -51,7 +51,7 @@ from service.index.protocol import NO_SCORE, Hit
 from service.text import glossary, phonetic
 from service.text.bm25 import K1, query_terms
 from service.text.instructions import QUERY_WORDS, ends_in_request
-from service.text.markdown import units
+from service.text.markdown import units, without_code
 from service.text.question_words import (
     ALSO_ENGLISH,
     HINGLISH_WORDS,
@@ -61,7 +61,7 @@ from service.text.question_words import (
 )
 from service.text.sentences import split_sentences
 from service.text.terms import held_terms, match_terms
-from service.text.tokenize import bm25_terms, indic_lang, script_of, without_code, words
+from service.text.tokenize import bm25_terms, indic_lang, script_of, words
 
 _CITATION = regex.compile(r"\[\s*S\d+(?:\s*,\s*S\d+)*\s*\]")
 MODEL_PATH = Path(__file__).resolve().parent / "data" / "answerability.json"

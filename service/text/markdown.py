@@ -140,6 +140,19 @@ def prose(text: str) -> str:
     return _URL.sub(" ", _LINK_TARGET.sub("]", body))
 
 
+_CODE_TOKEN = regex.compile(r"[_(){}\[\]=<>/]|\w\.\w")
+"""A token that is code, not a word of the question's language: `read_item(item_id: int)`,
+`app.add_middleware`, `/items/{id}`."""
+
+
+def without_code(text: str) -> str:
+    """A question's words without its code (inline code spans, identifier-like tokens): what
+    says its language, as `prose` is for a page; the text itself when nothing else is left."""
+    tokens = _CODE_SPAN.sub(" ", text).split()
+    words = " ".join(t for t in tokens if not _CODE_TOKEN.search(t))
+    return words if any(ch.isalpha() for ch in words) else text
+
+
 _MARKER = regex.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
 """A list item's marker: a bullet or a number, and the space after it."""
 _LIST_ITEM = regex.compile(_MARKER.pattern + r"\S")

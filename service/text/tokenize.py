@@ -176,17 +176,3 @@ def content_words(text: str) -> list[str]:
 @lru_cache(maxsize=200_000)
 def _hindi_stop(word: str) -> bool:
     return in_any_spelling(word, HINDI_STOP)
-
-
-_CODE_SPAN = regex.compile(r"`+[^`]*`+")
-_CODE_TOKEN = regex.compile(r"[_(){}\[\]=<>/]|\w\.\w")
-"""A token that is code, not a word of the question's language: `read_item(item_id: int)`,
-`app.add_middleware`, `/items/{id}`."""
-
-
-def without_code(text: str) -> str:
-    """A question's words without its code (backticked spans, identifier-like tokens): what
-    says its language; the text itself when nothing else is left."""
-    tokens = _CODE_SPAN.sub(" ", text).split()
-    prose = " ".join(t for t in tokens if not _CODE_TOKEN.search(t))
-    return prose if any(ch.isalpha() for ch in prose) else text
